@@ -1,0 +1,3 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! mq-deadline parity policy (being written).

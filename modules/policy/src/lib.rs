@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! ironlift's I/O scheduling policies.
+//!
+//! This crate is compiled twice: as an ordinary `no_std` crate for the host
+//! simulator, tests and benches, and into the kernel modules, which include
+//! the source files below with `#[path]`. For that reason the algorithm
+//! files refer to each other only through `super::`, and attributes that
+//! only a crate root may carry live here and nowhere else.
+
+#![no_std]
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod bfq;
+pub mod deadline;
+pub mod types;
+
+pub use types::*;
