@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Cost of one request's trip through the mq-deadline policy (insert,
+//! dispatch, completion) at a steady queue depth, with requests from a
+//! number of issuers at random sectors (two reads for every write, all
+//! best effort). Goal: at most 100 ns per request at depth 256.
+
+use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use ironlift_policy::deadline::{Deadline, Slot};
+use ironlift_policy::{Dispatch, Nanos, Op, Policy, RequestDesc, NSEC_PER_USEC};
+
+/// A small, fast generator (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+}
+
+/// The steady-state workload: `depth` requests always queued.
+struct Workload {
+    dd: Deadline<Vec<Slot>>,
+    rng: Rng,
+    issuers: usize,
+    next_issuer: usize,
+    free: Vec<usize>,
+    now: Nanos,
+}
+
+impl Workload {
+    fn new(depth: usize, issuers: usize) -> Self {
+        let capacity = depth + 1;
+        let mut w = Workload {
+            dd: Deadline::new(vec![Slot::default(); capacity]).unwrap(),
+            rng: Rng(0x1234_5678_9ABC_DEF1),
+            issuers,
+            next_issuer: 0,
+            free: (0..capacity).rev().collect(),
+            now: 0,
+        };
+        for _ in 0..depth {
+            w.insert();
+        }
+        // Warm the batching state up.
+        for _ in 0..4 * capacity {
+            w.step();
+        }
+        w
+    }
+
+    fn insert(&mut self) {
+        let tag = self.free.pop().expect("a free tag");
+        let r = self.rng.next();
+        let op = if r % 3 == 2 { Op::Write } else { Op::Read };
+        let desc = RequestDesc {
+            sector: (r >> 8) % (1 << 31),
+            sectors: 8,
+            op,
+            sync: op.is_read(),
+            issuer: self.next_issuer,
+            arrival: self.now,
+            ..RequestDesc::default()
+        };
+        self.next_issuer = (self.next_issuer + 1) % self.issuers;
+        self.dd.insert(tag, &desc, false, self.now);
+    }
+
+    /// One request in, one out and completed.
+    fn step(&mut self) {
+        self.now += 10 * NSEC_PER_USEC;
+        self.insert();
+        match self.dd.dispatch(self.now) {
+            Dispatch::Request(tag) => {
+                self.dd.completed(black_box(tag), self.now);
+                self.free.push(tag);
+            }
+            other => panic!("steady state broken: {other:?}"),
+        }
+    }
+}
+
+fn insert_dispatch_complete(c: &mut Criterion) {
+    let mut group = c.benchmark_group("deadline_request");
+    group.throughput(Throughput::Elements(1));
+    for depth in [1, 32, 256] {
+        for issuers in [1, 8, 64] {
+            let mut w = Workload::new(depth, issuers);
+            group.bench_function(
+                BenchmarkId::new(format!("depth{depth}"), format!("issuers{issuers}")),
+                |b| b.iter(|| w.step()),
+            );
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, insert_dispatch_complete);
+criterion_main!(benches);
