@@ -1,1 +1,620 @@
-fn main() {}
+//! `cargo xtask`: ironlift's task runner.
+//!
+//! The README's two commands are `cargo xtask qemu-bench` (the benchmark
+//! suite in a QEMU guest) and `cargo xtask test` (host tests, then the
+//! in-guest KTAP suite). The other commands are their steps.
+
+mod bench;
+mod deps;
+mod kernel;
+mod ktap;
+mod modules;
+mod qemu;
+mod report;
+mod util;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+use util::{note, step};
+
+/// The schedulers every 6.12 guest offers (built in by configs/kernel).
+const BUILTIN_SCHEDULERS: &[&str] = &["none", "mq-deadline", "kyber", "bfq"];
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "ironlift: build, boot, benchmark and test Rust I/O schedulers")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Args, Clone)]
+struct KernelArgs {
+    /// Cache folder for kernel trees, builds and disk images
+    /// [default: $IRONLIFT_CACHE, else ~/.cache/ironlift]
+    #[arg(long, value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
+    /// Build this kernel source tree (out of tree, into the cache) instead of
+    /// Debian's linux-source-6.12; it must already carry ironlift's additions
+    #[arg(long, value_name = "DIR")]
+    kernel_src: Option<PathBuf>,
+    /// Use the debug kernel (KASAN, lockdep, DEBUG_LIST, kmemleak, ...)
+    #[arg(long)]
+    debug_kernel: bool,
+    /// Parallel make jobs [default: CPUs + 1]
+    #[arg(short, long)]
+    jobs: Option<usize>,
+}
+
+#[derive(Args, Clone)]
+struct GuestArgs {
+    /// QEMU accelerator: auto (probe KVM, fall back to TCG), kvm or tcg
+    #[arg(long, default_value = "auto")]
+    accel: String,
+    /// Guest vCPUs
+    #[arg(long, default_value_t = 2)]
+    cpus: u32,
+    /// Guest memory in MiB
+    #[arg(long, default_value_t = 2048)]
+    memory: u32,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Install (or name) the Debian packages and tools everything needs
+    Deps,
+    /// Build the kernel with ironlift's additions (cached; incremental)
+    Kernel {
+        #[command(flatten)]
+        k: KernelArgs,
+    },
+    /// Build the out-of-tree modules in modules/kernel
+    Modules {
+        #[command(flatten)]
+        k: KernelArgs,
+    },
+    /// Run a benchmark suite in a QEMU guest and write a report
+    QemuBench {
+        #[command(flatten)]
+        k: KernelArgs,
+        #[command(flatten)]
+        g: GuestArgs,
+        /// The short version of the suite
+        #[arg(long)]
+        quick: bool,
+        /// Suite name (a file in configs/suites)
+        #[arg(long, default_value = "fio-basic")]
+        suite: String,
+        /// Repeats per (device, workload, scheduler), overriding the suite
+        #[arg(long)]
+        repeats: Option<u32>,
+        /// Seconds per fio run, overriding the suite
+        #[arg(long)]
+        runtime: Option<u32>,
+        /// Comma-separated schedulers [default: built-ins + every rust-* module]
+        #[arg(long, value_delimiter = ',')]
+        schedulers: Option<Vec<String>>,
+        /// Comma-separated devices (names in configs/devices/guest.toml)
+        #[arg(long, value_delimiter = ',')]
+        devices: Option<Vec<String>>,
+        /// Results folder [default: results/<date>-<kernel>[-quick]]
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Run the tests: cargo test over the workspace, then the in-guest KTAP suite
+    Test {
+        #[command(flatten)]
+        k: KernelArgs,
+        #[command(flatten)]
+        g: GuestArgs,
+        /// Only the host-side tests
+        #[arg(long)]
+        host_only: bool,
+        /// Only the in-guest tests
+        #[arg(long)]
+        guest_only: bool,
+        /// Only these in-guest tests (comma-separated names)
+        #[arg(long, value_delimiter = ',')]
+        only: Option<Vec<String>>,
+    },
+    /// Re-render report.md and charts from a results.json
+    Report {
+        /// A results.json, or the folder holding it
+        path: PathBuf,
+    },
+    /// Parse a KTAP log (and optionally scan a console log) and give the verdict
+    Ktap {
+        file: PathBuf,
+        #[arg(long)]
+        console: Option<PathBuf>,
+    },
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let res = match cli.cmd {
+        Cmd::Deps => deps::ensure().map(|_| ()),
+        Cmd::Kernel { k } => (|| {
+            let tc = deps::ensure()?;
+            kernel::ensure(&tc, &kernel_opts(&k)).map(|_| ())
+        })(),
+        Cmd::Modules { k } => (|| {
+            let tc = deps::ensure()?;
+            let kern = kernel::ensure(&tc, &kernel_opts(&k))?;
+            modules::build(&tc, &kern, jobs(&k)).map(|_| ())
+        })(),
+        Cmd::QemuBench {
+            k,
+            g,
+            quick,
+            suite,
+            repeats,
+            runtime,
+            schedulers,
+            devices,
+            out,
+        } => qemu_bench(BenchOpts {
+            k,
+            g,
+            quick,
+            suite,
+            repeats,
+            runtime,
+            schedulers,
+            devices,
+            out,
+        }),
+        Cmd::Test {
+            k,
+            g,
+            host_only,
+            guest_only,
+            only,
+        } => test(&k, &g, host_only, guest_only, only),
+        Cmd::Report { path } => rerender(&path),
+        Cmd::Ktap { file, console } => ktap_cmd(&file, console.as_deref()),
+    };
+    if let Err(e) = res {
+        eprintln!("\x1b[1;31merror:\x1b[0m {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn jobs(k: &KernelArgs) -> usize {
+    k.jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get() + 1)
+            .unwrap_or(3)
+    })
+}
+
+fn kernel_opts(k: &KernelArgs) -> kernel::KernelOpts {
+    kernel::KernelOpts {
+        cache: util::cache_root(k.cache_dir.as_deref()),
+        kernel_src: k.kernel_src.clone(),
+        flavor: if k.debug_kernel {
+            kernel::Flavor::Debug
+        } else {
+            kernel::Flavor::Base
+        },
+        jobs: jobs(k),
+    }
+}
+
+/// Kernel, modules, accelerator and disks: what every guest job needs.
+struct Prepared {
+    kernel: kernel::Kernel,
+    modules: Vec<modules::Module>,
+    accel: qemu::Accel,
+    disks: qemu::Disks,
+    cache: PathBuf,
+}
+
+fn prepare(k: &KernelArgs, g: &GuestArgs) -> Result<Prepared> {
+    let tc = deps::ensure()?;
+    let opts = kernel_opts(k);
+    let kernel = kernel::ensure(&tc, &opts)?;
+    let modules = modules::build(&tc, &kernel, jobs(k))?;
+    let accel = qemu::choose_accel(&kernel, &opts.cache, &g.accel)?;
+    let disks = qemu::disks(&opts.cache)?;
+    Ok(Prepared {
+        kernel,
+        modules,
+        accel,
+        disks,
+        cache: opts.cache,
+    })
+}
+
+fn shell_words(xs: impl IntoIterator<Item = String>) -> String {
+    xs.into_iter().collect::<Vec<_>>().join(" ")
+}
+
+fn elevators(p: &Prepared) -> Vec<String> {
+    p.modules.iter().filter_map(|m| m.elevator.clone()).collect()
+}
+
+fn host_description() -> String {
+    let uname = util::run(Command::new("uname").arg("-srm")).unwrap_or_default();
+    let cpu = fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|x| x.trim().to_string())
+        })
+        .unwrap_or_default();
+    let n = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(0);
+    format!("{}, {n} × {cpu}", uname.trim())
+}
+
+fn now(fmt: &str) -> String {
+    util::run(Command::new("date").arg(fmt))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+struct BenchOpts {
+    k: KernelArgs,
+    g: GuestArgs,
+    quick: bool,
+    suite: String,
+    repeats: Option<u32>,
+    runtime: Option<u32>,
+    schedulers: Option<Vec<String>>,
+    devices: Option<Vec<String>>,
+    out: Option<PathBuf>,
+}
+
+fn qemu_bench(o: BenchOpts) -> Result<()> {
+    let started_at = Instant::now();
+    let root = util::repo_root();
+    let suite = bench::load_suite(&root, &o.suite)?;
+    let all_devices = bench::load_devices(&root)?;
+    let p = prepare(&o.k, &o.g)?;
+    let mut timing = if o.quick { suite.quick } else { suite.full };
+    if let Some(r) = o.repeats {
+        timing.repeats = r.max(1);
+    }
+    if let Some(r) = o.runtime {
+        timing.runtime_s = r.max(1);
+    }
+    let schedulers: Vec<String> = o.schedulers.clone().unwrap_or_else(|| {
+        BUILTIN_SCHEDULERS
+            .iter()
+            .map(|s| s.to_string())
+            .chain(elevators(&p))
+            .collect()
+    });
+    if !schedulers.iter().any(|s| s == "none") {
+        bail!("--schedulers must include none: every figure is a ratio to it");
+    }
+    let devices = o.devices.clone().unwrap_or_else(|| suite.devices.clone());
+    for d in &devices {
+        if !all_devices.contains_key(d) {
+            bail!(
+                "unknown device {d:?}; known: {}",
+                all_devices.keys().cloned().collect::<Vec<_>>().join(", ")
+            );
+        }
+    }
+    let plan = bench::plan(&suite, &devices, &schedulers, timing);
+    let out = match &o.out {
+        Some(d) => d.clone(),
+        None => root.join("results").join(format!(
+            "{}-{}{}",
+            now("+%Y-%m-%dT%H%M"),
+            p.kernel.release,
+            if o.quick { "-quick" } else { "" }
+        )),
+    };
+    let _ = fs::remove_dir_all(out.join("runs"));
+    fs::create_dir_all(out.join("runs"))?;
+    fs::write(out.join("plan.tsv"), bench::plan_tsv(&plan, &all_devices)?)?;
+    let used: std::collections::BTreeMap<String, bench::Device> = devices
+        .iter()
+        .filter_map(|d| all_devices.get(d).map(|x| (d.clone(), x.clone())))
+        .collect();
+    fs::write(
+        out.join("job.env"),
+        format!(
+            "MODULES='{}'\nDEVICES='{}'\nNULLB_MEMORY_BACKED=0\nNULLB_SIZE_MB=1024\nNULLB_IRQMODE=1\n",
+            shell_words(
+                p.modules
+                    .iter()
+                    .filter(|m| m.elevator.is_some())
+                    .map(|m| m.path.display().to_string())
+            ),
+            shell_words(used.values().map(|d| d.path.clone())),
+        ),
+    )?;
+    let per_run = timing.runtime_s + timing.ramp_s + 6;
+    let estimate = plan.len() as u64 * per_run as u64 + 60;
+    step(&format!(
+        "Benchmark {}: {} runs ({} repeats × {} devices × {} workloads × {} schedulers), \
+         ~{} under {}",
+        suite.name,
+        plan.len(),
+        timing.repeats,
+        devices.len(),
+        suite.workload.len(),
+        schedulers.len(),
+        util::human_secs(estimate),
+        p.accel.name().to_uppercase()
+    ));
+    note(&format!("results: {}", out.display()));
+    let started = now("-Iseconds");
+    let boot = qemu::Boot {
+        kernel: &p.kernel,
+        accel: p.accel,
+        disks: Some(&p.disks),
+        out: &out,
+        job: "bench",
+        timeout: Duration::from_secs(estimate * 2 + 300),
+        console_log: out.join("console.log"),
+        memory_mb: o.g.memory,
+        cpus: o.g.cpus,
+        cmdline_extra: String::new(),
+    };
+    let r = boot.run()?;
+    let finished = now("-Iseconds");
+    let mut runs = Vec::new();
+    for pr in &plan {
+        let base = out.join("runs").join(&pr.id);
+        let (ok, error, measured) = if let Ok(e) = fs::read_to_string(base.with_extension("err")) {
+            (false, Some(e.trim().to_string()), None)
+        } else if let Ok(j) = fs::read_to_string(base.with_extension("json")) {
+            match bench::parse_fio(&j) {
+                Ok(m) => (true, None, Some(m)),
+                Err(e) => (false, Some(format!("{e:#}")), None),
+            }
+        } else {
+            (false, Some("no result: the guest stopped before this run".into()), None)
+        };
+        runs.push(bench::RunResult {
+            run: pr.clone(),
+            ok,
+            error,
+            measured,
+        });
+    }
+    let summary = bench::summarize(&runs, &schedulers);
+    let res = bench::ResultsFile {
+        schema: bench::SCHEMA.into(),
+        suite: suite.name.clone(),
+        suite_description: suite.description.clone(),
+        quick: o.quick,
+        started,
+        finished,
+        kernel_release: p.kernel.release.clone(),
+        kernel_key: p.kernel.key.clone(),
+        accel: p.accel.name().into(),
+        host: host_description(),
+        guest_cpus: o.g.cpus,
+        guest_memory_mb: o.g.memory,
+        timing,
+        schedulers: schedulers.clone(),
+        devices: used,
+        workloads: suite.workload.clone(),
+        runs,
+        summary,
+    };
+    fs::write(out.join("results.json"), serde_json::to_string_pretty(&res)?)?;
+    report::write(&out, &res)?;
+    println!("{}", bench::table_markdown(&res));
+    let failed = res.runs.iter().filter(|r| !r.ok).count();
+    note(&format!(
+        "report: {}  (wall time {})",
+        out.join("report.md").display(),
+        util::human_secs(started_at.elapsed().as_secs())
+    ));
+    let trouble = ktap::console_problems(&r.console);
+    if r.timed_out {
+        bail!(
+            "the guest did not finish within {}s; console log: {}",
+            boot.timeout.as_secs(),
+            boot.console_log.display()
+        );
+    }
+    if !trouble.is_empty() {
+        bail!(
+            "the kernel reported trouble during the benchmark:\n{}\nconsole log: {}",
+            trouble.join("\n---\n"),
+            boot.console_log.display()
+        );
+    }
+    if failed > 0 {
+        bail!(
+            "{failed} of {} runs failed (see the report and runs/*.err)",
+            res.runs.len()
+        );
+    }
+    Ok(())
+}
+
+fn rerender(path: &Path) -> Result<()> {
+    let file = if path.is_dir() {
+        path.join("results.json")
+    } else {
+        path.to_path_buf()
+    };
+    let res: bench::ResultsFile = serde_json::from_str(
+        &fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?,
+    )
+    .with_context(|| format!("{} is not an {} results file", file.display(), bench::SCHEMA))?;
+    let dir = file.parent().unwrap_or(Path::new("."));
+    report::write(dir, &res)?;
+    println!("{}", bench::table_markdown(&res));
+    note(&format!("wrote {}", dir.join("report.md").display()));
+    Ok(())
+}
+
+fn ktap_cmd(file: &Path, console: Option<&Path>) -> Result<()> {
+    let text = fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    let r = ktap::parse(&text, &file.display().to_string());
+    println!("{r}");
+    let mut ok = r.passed();
+    if let Some(c) = console {
+        let problems = ktap::console_problems(&fs::read_to_string(c)?);
+        for p in &problems {
+            println!("kernel trouble in {}:\n{p}", c.display());
+        }
+        ok &= problems.is_empty();
+    }
+    if !ok {
+        bail!("KTAP verdict: fail");
+    }
+    Ok(())
+}
+
+/// The in-guest tests, in the order tests.sh runs them.
+const GUEST_TESTS: &[&str] = &[
+    "policy_selftest",
+    "select_every_scheduler",
+    "write_verify",
+    "switch_under_io",
+];
+
+fn test(
+    k: &KernelArgs,
+    g: &GuestArgs,
+    host_only: bool,
+    guest_only: bool,
+    only: Option<Vec<String>>,
+) -> Result<()> {
+    let root = util::repo_root();
+    let mut host_ok = true;
+    if !guest_only {
+        step("Host tests: cargo test --workspace");
+        let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .current_dir(&root)
+            .args(["test", "--workspace"])
+            .status()
+            .context("running cargo test")?;
+        host_ok = status.success();
+        if !host_ok {
+            note("host tests FAILED (output above); going on with the guest tests");
+        }
+    }
+    if host_only {
+        if !host_ok {
+            bail!("host tests failed");
+        }
+        return Ok(());
+    }
+    let p = prepare(k, g)?;
+    let tests: Vec<String> = match only {
+        Some(t) => {
+            for x in &t {
+                if !GUEST_TESTS.contains(&x.as_str()) {
+                    bail!("no in-guest test {x:?}; there are: {}", GUEST_TESTS.join(", "));
+                }
+            }
+            t
+        }
+        None => GUEST_TESTS.iter().map(|s| s.to_string()).collect(),
+    };
+    let out = root.join("target").join("ironlift-test").join(format!(
+        "{}-{}",
+        now("+%Y%m%dT%H%M%S"),
+        p.kernel.flavor.name()
+    ));
+    fs::create_dir_all(&out)?;
+    let devices = bench::load_devices(&root)?;
+    let dev_paths: Vec<String> = ["nullb", "nvme", "virtio"]
+        .iter()
+        .filter_map(|d| devices.get(*d).map(|x| x.path.clone()))
+        .collect();
+    let schedulers: Vec<String> = BUILTIN_SCHEDULERS
+        .iter()
+        .map(|s| s.to_string())
+        .chain(elevators(&p))
+        .collect();
+    let selftest = p
+        .modules
+        .iter()
+        .find(|m| m.name == "ironlift_selftest")
+        .map(|m| m.path.display().to_string())
+        .unwrap_or_default();
+    fs::write(
+        out.join("job.env"),
+        format!(
+            "MODULES='{}'\nSELFTEST_MODULE='{}'\nDEVICES='{}'\nSCHEDULERS='{}'\nTESTS='{}'\n\
+             NULLB_MEMORY_BACKED=1\nNULLB_SIZE_MB=512\nNULLB_IRQMODE=1\n",
+            shell_words(
+                p.modules
+                    .iter()
+                    .filter(|m| m.elevator.is_some())
+                    .map(|m| m.path.display().to_string())
+            ),
+            selftest,
+            shell_words(dev_paths),
+            shell_words(schedulers.clone()),
+            shell_words(tests.clone()),
+        ),
+    )?;
+    step(&format!(
+        "In-guest tests ({} kernel, {}): {}",
+        p.kernel.flavor.name(),
+        p.accel.name().to_uppercase(),
+        tests.join(", ")
+    ));
+    note(&format!("output: {}", out.display()));
+    let timeout = if p.kernel.flavor == kernel::Flavor::Debug {
+        1800
+    } else {
+        900
+    };
+    let boot = qemu::Boot {
+        kernel: &p.kernel,
+        accel: p.accel,
+        disks: Some(&p.disks),
+        out: &out,
+        job: "test",
+        timeout: Duration::from_secs(timeout),
+        console_log: out.join("console.log"),
+        memory_mb: g.memory,
+        cpus: g.cpus,
+        cmdline_extra: String::new(),
+    };
+    let r = boot.run()?;
+    let ktap_text = fs::read_to_string(out.join("ktap.txt")).unwrap_or_default();
+    let report = ktap::parse(&ktap_text, "guest");
+    let trouble = ktap::console_problems(&r.console);
+    let (passed, failed, skipped) = report.counts();
+    println!("{report}");
+    let mut problems = Vec::new();
+    if r.timed_out {
+        problems.push(format!(
+            "the guest did not finish within {timeout}s (console log kept: {})",
+            boot.console_log.display()
+        ));
+    }
+    for t in &trouble {
+        problems.push(format!("kernel trouble on the console:\n{t}"));
+    }
+    if !report.passed() {
+        problems.push(format!(
+            "in-guest KTAP verdict: fail (ktap: {}, console: {})",
+            out.join("ktap.txt").display(),
+            boot.console_log.display()
+        ));
+    }
+    if !host_ok {
+        problems.push("host tests failed (cargo test output above)".into());
+    }
+    println!(
+        "guest: {passed} passed, {} failed, {skipped} skipped",
+        failed + usize::from(!problems.is_empty() && failed == 0)
+    );
+    if !problems.is_empty() {
+        bail!("{}", problems.join("\n"));
+    }
+    Ok(())
+}

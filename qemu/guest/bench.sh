@@ -1,0 +1,30 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Runs the benchmark plan xtask wrote to /run/out/plan.tsv, one fio run per
+# line, in the given (interleaved) order. Each line:
+#   id <TAB> device path <TAB> scheduler <TAB> workload <TAB> fio arguments
+# Results: /run/out/runs/<id>.json, or <id>.err saying what went wrong.
+. "$(dirname "$(readlink -f "$0")")/lib.sh"
+[ -f /run/out/job.env ] && . /run/out/job.env
+
+plan=/run/out/plan.tsv
+mkdir -p /run/out/runs
+total=$(grep -c . "$plan")
+n=0
+while IFS=$'\t' read -r id dev sched workload args; do
+	[ -n "$id" ] || continue
+	n=$((n + 1))
+	say "run $n/$total: $(devname "$dev") $sched $workload"
+	if ! set_sched "$dev" "$sched"; then
+		echo "scheduler $sched not offered by $(devname "$dev") (offers: $(schedulers_of "$dev" | tr '\n' ' '))" > "/run/out/runs/$id.err"
+		continue
+	fi
+	# shellcheck disable=SC2086
+	if ! fio --output-format=json --output="/run/out/runs/$id.json.tmp" \
+		--filename="$dev" $args < /dev/null > "/run/out/runs/$id.log" 2>&1; then
+		echo "fio failed: $(tail -3 "/run/out/runs/$id.log" | tr '\n' ' ')" > "/run/out/runs/$id.err"
+		continue
+	fi
+	mv "/run/out/runs/$id.json.tmp" "/run/out/runs/$id.json"
+done < "$plan"
+say "bench plan finished: $n runs"

@@ -1,0 +1,468 @@
+//! Benchmark suites: the interleaved plan, fio result parsing, statistics
+//! and the results file (schema `ironlift-bench/1`, see docs/results-schema.md).
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::Path;
+
+/// Results file schema identifier; bump on incompatible change.
+pub const SCHEMA: &str = "ironlift-bench/1";
+
+#[derive(Deserialize, Debug, Clone)]
+pub struct Suite {
+    pub name: String,
+    pub description: String,
+    pub devices: Vec<String>,
+    pub full: Timing,
+    pub quick: Timing,
+    pub workload: Vec<Workload>,
+}
+
+#[derive(Deserialize, Serialize, Debug, Clone, Copy)]
+pub struct Timing {
+    pub repeats: u32,
+    pub runtime_s: u32,
+    pub ramp_s: u32,
+}
+
+#[derive(Deserialize, Serialize, Debug, Clone)]
+pub struct Workload {
+    pub name: String,
+    pub fio: String,
+}
+
+#[derive(Deserialize, Serialize, Debug, Clone)]
+pub struct Device {
+    pub path: String,
+    pub kind: String,
+}
+
+/// Loads `configs/suites/<name>.toml`.
+pub fn load_suite(root: &Path, name: &str) -> Result<Suite> {
+    let p = root.join("configs/suites").join(format!("{name}.toml"));
+    let text = fs::read_to_string(&p).with_context(|| {
+        format!(
+            "no suite {name:?} ({} missing); suites are the .toml files in configs/suites",
+            p.display()
+        )
+    })?;
+    toml::from_str(&text).with_context(|| format!("parsing {}", p.display()))
+}
+
+/// Loads `configs/devices/guest.toml`.
+pub fn load_devices(root: &Path) -> Result<BTreeMap<String, Device>> {
+    let p = root.join("configs/devices/guest.toml");
+    let text = fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
+    toml::from_str(&text).with_context(|| format!("parsing {}", p.display()))
+}
+
+/// One planned fio run.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct PlannedRun {
+    pub id: String,
+    pub order: usize,
+    pub repeat: u32,
+    pub device: String,
+    pub scheduler: String,
+    pub workload: String,
+    pub fio_args: String,
+}
+
+/// Builds the interleaved plan: repeat → device → workload → every
+/// scheduler, the scheduler order rotated by one each repeat (and each
+/// workload), so no scheduler always runs first or after the same one.
+pub fn plan(
+    suite: &Suite,
+    devices: &[String],
+    schedulers: &[String],
+    timing: Timing,
+) -> Vec<PlannedRun> {
+    let mut out = Vec::new();
+    for r in 0..timing.repeats {
+        for d in devices {
+            for (wi, w) in suite.workload.iter().enumerate() {
+                let n = schedulers.len().max(1);
+                for k in 0..schedulers.len() {
+                    let s = &schedulers[(k + r as usize + wi) % n];
+                    let order = out.len();
+                    let mut args = format!(
+                        "--name={} {} --time_based --runtime={} --group_reporting \
+                         --percentile_list=50:99:99.9",
+                        w.name, w.fio, timing.runtime_s
+                    );
+                    if timing.ramp_s > 0 {
+                        args.push_str(&format!(" --ramp_time={}", timing.ramp_s));
+                    }
+                    out.push(PlannedRun {
+                        id: format!("{order:04}"),
+                        order,
+                        repeat: r,
+                        device: d.clone(),
+                        scheduler: s.clone(),
+                        workload: w.name.clone(),
+                        fio_args: args,
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The plan as the guest's bench.sh reads it.
+pub fn plan_tsv(plan: &[PlannedRun], devices: &BTreeMap<String, Device>) -> Result<String> {
+    let mut s = String::new();
+    for p in plan {
+        let dev = devices
+            .get(&p.device)
+            .with_context(|| format!("unknown device {:?} (see configs/devices/guest.toml)", p.device))?;
+        s.push_str(&format!(
+            "{}\t{}\t{}\t{}\t{}\n",
+            p.id, dev.path, p.scheduler, p.workload, p.fio_args
+        ));
+    }
+    Ok(s)
+}
+
+/// What one fio run measured.
+#[derive(Serialize, Deserialize, Debug, Clone, Default)]
+pub struct Measured {
+    pub iops: f64,
+    /// MB/s (10^6 bytes per second).
+    pub mb_s: f64,
+    pub lat_mean_us: f64,
+    pub lat_p50_us: f64,
+    pub lat_p99_us: f64,
+    pub lat_p999_us: f64,
+}
+
+/// One run's record in the results file.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct RunResult {
+    #[serde(flatten)]
+    pub run: PlannedRun,
+    pub ok: bool,
+    pub error: Option<String>,
+    pub measured: Option<Measured>,
+}
+
+fn pct(clat: &serde_json::Value, key: &str) -> f64 {
+    clat.get("percentile")
+        .and_then(|p| p.get(key))
+        .and_then(|v| v.as_f64())
+        .unwrap_or(f64::NAN)
+        / 1000.0
+}
+
+/// Parses fio's JSON output (one group-reported job).
+pub fn parse_fio(text: &str) -> Result<Measured> {
+    // fio may print notes before the JSON object.
+    let start = text.find('{').context("no JSON object in fio output")?;
+    let v: serde_json::Value = serde_json::from_str(&text[start..]).context("fio JSON")?;
+    let job = v
+        .get("jobs")
+        .and_then(|j| j.get(0))
+        .context("fio JSON has no jobs")?;
+    if let Some(e) = job.get("error").and_then(|e| e.as_i64()) {
+        if e != 0 {
+            bail!("fio reported error {e}");
+        }
+    }
+    let mut m = Measured::default();
+    let mut lat_from: Option<&serde_json::Value> = None;
+    let mut best_ios = 0.0;
+    for dir in ["read", "write", "trim"] {
+        let d = match job.get(dir) {
+            Some(d) => d,
+            None => continue,
+        };
+        let iops = d.get("iops").and_then(|x| x.as_f64()).unwrap_or(0.0);
+        let bw_kib = d.get("bw").and_then(|x| x.as_f64()).unwrap_or(0.0);
+        m.iops += iops;
+        m.mb_s += bw_kib * 1024.0 / 1e6;
+        if iops > best_ios {
+            best_ios = iops;
+            lat_from = d.get("clat_ns");
+        }
+    }
+    if let Some(c) = lat_from {
+        m.lat_mean_us = c.get("mean").and_then(|x| x.as_f64()).unwrap_or(f64::NAN) / 1000.0;
+        m.lat_p50_us = pct(c, "50.000000");
+        m.lat_p99_us = pct(c, "99.000000");
+        m.lat_p999_us = pct(c, "99.900000");
+    }
+    if m.iops <= 0.0 {
+        bail!("fio measured no I/O");
+    }
+    Ok(m)
+}
+
+/// Mean and sample standard deviation.
+pub fn mean_sd(xs: &[f64]) -> (f64, f64) {
+    let xs: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
+    if xs.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
+    let n = xs.len() as f64;
+    let mean = xs.iter().sum::<f64>() / n;
+    if xs.len() < 2 {
+        return (mean, 0.0);
+    }
+    let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    (mean, var.sqrt())
+}
+
+/// Statistics over the repeats of one (device, workload, scheduler).
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct Summary {
+    pub device: String,
+    pub workload: String,
+    pub scheduler: String,
+    pub runs: usize,
+    pub failed: usize,
+    pub iops_mean: f64,
+    pub iops_sd: f64,
+    pub mb_s_mean: f64,
+    pub lat_p50_us: f64,
+    pub lat_p99_us: f64,
+    pub lat_p999_us: f64,
+    /// Mean over repeats of (this scheduler's IOPS / `none`'s IOPS in the
+    /// same repeat), and its standard deviation.
+    pub ratio_to_none: Option<f64>,
+    pub ratio_sd: Option<f64>,
+}
+
+/// Summarises runs, keeping the plan's device/workload order and the
+/// given scheduler order.
+pub fn summarize(results: &[RunResult], schedulers: &[String]) -> Vec<Summary> {
+    let mut keys: Vec<(String, String)> = Vec::new();
+    for r in results {
+        let k = (r.run.device.clone(), r.run.workload.clone());
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    let mut out = Vec::new();
+    for (dev, wl) in &keys {
+        let of = |s: &str| -> Vec<&RunResult> {
+            results
+                .iter()
+                .filter(|r| &r.run.device == dev && &r.run.workload == wl && r.run.scheduler == s)
+                .collect()
+        };
+        let none_by_repeat: BTreeMap<u32, f64> = of("none")
+            .iter()
+            .filter_map(|r| r.measured.as_ref().map(|m| (r.run.repeat, m.iops)))
+            .collect();
+        for s in schedulers {
+            let rs = of(s);
+            if rs.is_empty() {
+                continue;
+            }
+            let ms: Vec<&Measured> = rs.iter().filter_map(|r| r.measured.as_ref()).collect();
+            let col = |f: fn(&Measured) -> f64| -> Vec<f64> { ms.iter().map(|m| f(m)).collect() };
+            let (iops_mean, iops_sd) = mean_sd(&col(|m| m.iops));
+            let ratios: Vec<f64> = rs
+                .iter()
+                .filter_map(|r| {
+                    let m = r.measured.as_ref()?;
+                    let n = none_by_repeat.get(&r.run.repeat)?;
+                    Some(m.iops / n)
+                })
+                .collect();
+            let (ratio, ratio_sd) = if ratios.is_empty() {
+                (None, None)
+            } else {
+                let (m, sd) = mean_sd(&ratios);
+                (Some(m), Some(sd))
+            };
+            out.push(Summary {
+                device: dev.clone(),
+                workload: wl.clone(),
+                scheduler: s.clone(),
+                runs: rs.len(),
+                failed: rs.len() - ms.len(),
+                iops_mean,
+                iops_sd,
+                mb_s_mean: mean_sd(&col(|m| m.mb_s)).0,
+                lat_p50_us: mean_sd(&col(|m| m.lat_p50_us)).0,
+                lat_p99_us: mean_sd(&col(|m| m.lat_p99_us)).0,
+                lat_p999_us: mean_sd(&col(|m| m.lat_p999_us)).0,
+                ratio_to_none: ratio,
+                ratio_sd,
+            });
+        }
+    }
+    out
+}
+
+/// The whole results file.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct ResultsFile {
+    pub schema: String,
+    pub suite: String,
+    pub suite_description: String,
+    pub quick: bool,
+    pub started: String,
+    pub finished: String,
+    pub kernel_release: String,
+    pub kernel_key: String,
+    pub accel: String,
+    pub host: String,
+    pub guest_cpus: u32,
+    pub guest_memory_mb: u32,
+    pub timing: Timing,
+    pub schedulers: Vec<String>,
+    pub devices: BTreeMap<String, Device>,
+    pub workloads: Vec<Workload>,
+    pub runs: Vec<RunResult>,
+    pub summary: Vec<Summary>,
+}
+
+fn f(x: f64, prec: usize) -> String {
+    if x.is_finite() {
+        format!("{x:.prec$}")
+    } else {
+        "-".into()
+    }
+}
+
+fn kiops(x: f64) -> String {
+    if !x.is_finite() {
+        "-".into()
+    } else if x >= 1000.0 {
+        format!("{:.1}K", x / 1000.0)
+    } else {
+        format!("{x:.0}")
+    }
+}
+
+/// The results as Markdown tables, one per device and workload.
+pub fn table_markdown(res: &ResultsFile) -> String {
+    let mut s = String::new();
+    let mut last: Option<(&str, &str)> = None;
+    for row in &res.summary {
+        let k = (row.device.as_str(), row.workload.as_str());
+        if last != Some(k) {
+            let path = res
+                .devices
+                .get(&row.device)
+                .map(|d| d.path.as_str())
+                .unwrap_or("?");
+            s.push_str(&format!(
+                "\n#### {} ({}) — {}\n\n| scheduler | IOPS (mean ± sd) | MB/s | p50 µs | p99 µs | p99.9 µs | IOPS vs none |\n|---|---:|---:|---:|---:|---:|---:|\n",
+                row.device, path, row.workload
+            ));
+            last = Some(k);
+        }
+        let ratio = match (row.ratio_to_none, row.ratio_sd) {
+            (Some(r), Some(sd)) => format!("{} ± {}", f(r, 2), f(sd, 2)),
+            _ => "-".into(),
+        };
+        let failed = if row.failed > 0 {
+            format!(" ({} of {} runs failed)", row.failed, row.runs)
+        } else {
+            String::new()
+        };
+        s.push_str(&format!(
+            "| {}{} | {} ± {} | {} | {} | {} | {} | {} |\n",
+            row.scheduler,
+            failed,
+            kiops(row.iops_mean),
+            kiops(row.iops_sd),
+            f(row.mb_s_mean, 1),
+            f(row.lat_p50_us, 0),
+            f(row.lat_p99_us, 0),
+            f(row.lat_p999_us, 0),
+            ratio
+        ));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn suite() -> Suite {
+        load_suite(&crate::util::repo_root(), "fio-basic").expect("suite parses")
+    }
+
+    #[test]
+    fn plan_interleaves_and_rotates_schedulers() {
+        let s = suite();
+        let scheds: Vec<String> = ["none", "mq-deadline", "kyber", "bfq"]
+            .iter()
+            .map(|x| x.to_string())
+            .collect();
+        let devs = vec!["nullb".to_string()];
+        let p = plan(&s, &devs, &scheds, s.quick);
+        assert_eq!(p.len(), 2 * 4 * 4);
+        // Every block of 4 consecutive runs has each scheduler once.
+        for block in p.chunks(4) {
+            let mut names: Vec<&str> = block.iter().map(|r| r.scheduler.as_str()).collect();
+            names.sort();
+            assert_eq!(names, ["bfq", "kyber", "mq-deadline", "none"]);
+        }
+        // The first scheduler of a workload differs between repeats.
+        let first_r0 = &p[0].scheduler;
+        let first_r1 = &p[16].scheduler;
+        assert_ne!(first_r0, first_r1);
+        assert!(p[0].fio_args.contains("--runtime=2"));
+    }
+
+    #[test]
+    fn fio_json_is_parsed() {
+        let text = r#"note: both iodepth >= 1 and synchronous I/O engine are selected
+{"jobs":[{"error":0,"read":{"iops":1000.5,"bw":4002,"clat_ns":{"mean":31000.0,
+"percentile":{"50.000000":30000,"99.000000":90000,"99.900000":150000}}},
+"write":{"iops":0,"bw":0,"clat_ns":{"mean":0}}}]}"#;
+        let m = parse_fio(text).unwrap();
+        assert!((m.iops - 1000.5).abs() < 1e-9);
+        assert!((m.lat_p99_us - 90.0).abs() < 1e-9);
+        assert!((m.mb_s - 4002.0 * 1024.0 / 1e6).abs() < 1e-9);
+        assert!(parse_fio(r#"{"jobs":[{"error":5,"read":{"iops":1}}]}"#).is_err());
+        assert!(parse_fio("fio: failed").is_err());
+    }
+
+    #[test]
+    fn ratios_pair_runs_of_the_same_repeat() {
+        let mk = |rep, s: &str, iops| RunResult {
+            run: PlannedRun {
+                id: String::new(),
+                order: 0,
+                repeat: rep,
+                device: "nullb".into(),
+                scheduler: s.into(),
+                workload: "randread".into(),
+                fio_args: String::new(),
+            },
+            ok: true,
+            error: None,
+            measured: Some(Measured {
+                iops,
+                ..Default::default()
+            }),
+        };
+        let rs = vec![
+            mk(0, "none", 100.0),
+            mk(0, "bfq", 50.0),
+            mk(1, "none", 200.0),
+            mk(1, "bfq", 120.0),
+        ];
+        let scheds = vec!["none".to_string(), "bfq".to_string()];
+        let s = summarize(&rs, &scheds);
+        let bfq = s.iter().find(|x| x.scheduler == "bfq").unwrap();
+        assert!((bfq.ratio_to_none.unwrap() - 0.55).abs() < 1e-9);
+        assert_eq!(bfq.runs, 2);
+    }
+
+    #[test]
+    fn mean_sd_matches_hand_computation() {
+        let (m, sd) = mean_sd(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]);
+        assert!((m - 5.0).abs() < 1e-12);
+        assert!((sd - 2.138089935).abs() < 1e-6);
+    }
+}

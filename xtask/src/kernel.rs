@@ -1,0 +1,424 @@
+//! `cargo xtask kernel`: the kernel build, cached outside the clone.
+//!
+//! Layout of the cache (see `util::cache_root`):
+//!
+//! ```text
+//! <cache>/linux-<version>/src            Debian's source, unpacked once, a git repo
+//!                                        whose `pristine` tag is the tarball; our
+//!                                        additions are synced onto it file by file
+//! <cache>/linux-<version>/build-<flavor> make O=... output, one per config flavour
+//!                                        .ironlift-key holds the key it was built for
+//! <cache>/custom-<hash>/build-<flavor>   the same for --kernel-src trees
+//! ```
+//!
+//! The key covers the source version, our additions (modules/linux) and the
+//! config fragments (configs/kernel). Same key and a bzImage present: no
+//! build at all. A changed key: the additions are synced (only changed files
+//! are touched) and make rebuilds incrementally.
+
+use crate::deps::Toolchain;
+use crate::util::{self, note, run, run_logged, step, write_if_changed, Hasher};
+use anyhow::{bail, Context, Result};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Which config: the base one or the debug one (KASAN, lockdep, kmemleak...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavor {
+    Base,
+    Debug,
+}
+
+impl Flavor {
+    pub fn name(self) -> &'static str {
+        match self {
+            Flavor::Base => "base",
+            Flavor::Debug => "debug",
+        }
+    }
+    fn fragments(self) -> &'static [&'static str] {
+        match self {
+            Flavor::Base => &["base.config"],
+            Flavor::Debug => &["base.config", "debug.config"],
+        }
+    }
+}
+
+/// A built kernel.
+#[derive(Clone, Debug)]
+pub struct Kernel {
+    pub src: PathBuf,
+    pub build: PathBuf,
+    pub bzimage: PathBuf,
+    pub release: String,
+    pub key: String,
+    pub flavor: Flavor,
+    /// Whether this run built anything.
+    pub built: bool,
+}
+
+/// What to build.
+pub struct KernelOpts {
+    pub cache: PathBuf,
+    pub kernel_src: Option<PathBuf>,
+    pub flavor: Flavor,
+    pub jobs: usize,
+}
+
+/// Options that must end up set in the final .config, or the guest cannot work.
+const REQUIRED: &[&str] = &[
+    "CONFIG_RUST",
+    "CONFIG_MODULES",
+    "CONFIG_PCI_MSI",
+    "CONFIG_SYSVIPC",
+    "CONFIG_9P_FS",
+    "CONFIG_NET_9P_VIRTIO",
+    "CONFIG_BLK_DEV_NVME",
+    "CONFIG_VIRTIO_BLK",
+    "CONFIG_BLK_DEV_NULL_BLK",
+];
+
+/// The make invocation every kernel step shares.
+pub fn make(tc: &Toolchain, src: &Path, build: &Path) -> Command {
+    let mut c = Command::new("make");
+    c.current_dir(src)
+        .arg("LLVM=1")
+        .arg(format!("RUSTC={}", tc.rustc.display()))
+        .arg(format!("RUST_LIB_SRC={}", tc.rust_lib_src.display()))
+        .arg(format!("BINDGEN={}", tc.bindgen.display()))
+        .arg(format!("O={}", build.display()));
+    c
+}
+
+/// The additions we put into the kernel tree: patches, then overlay files.
+pub struct Additions {
+    pub patches: Vec<PathBuf>,
+    /// (path inside the kernel tree, file on disk)
+    pub files: Vec<(String, PathBuf)>,
+}
+
+impl Additions {
+    pub fn load(root: &Path) -> Result<Self> {
+        let linux = root.join("modules").join("linux");
+        let mut patches: Vec<PathBuf> = util::files_below(&linux.join("patches"))?
+            .into_iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "patch"))
+            .collect();
+        patches.sort();
+        let base = linux.join("files");
+        let files = util::files_below(&base)?
+            .into_iter()
+            .map(|f| {
+                let rel = f.strip_prefix(&base).unwrap_or(&f).to_string_lossy().into_owned();
+                (rel, f)
+            })
+            .collect();
+        Ok(Additions { patches, files })
+    }
+
+    fn hash_into(&self, h: &mut Hasher) -> Result<()> {
+        for p in &self.patches {
+            h.add(&p.file_name().unwrap_or_default().to_string_lossy(), &fs::read(p)?);
+        }
+        for (rel, f) in &self.files {
+            h.add(rel, &fs::read(f)?);
+        }
+        Ok(())
+    }
+}
+
+fn debian_source_version() -> String {
+    run(Command::new("dpkg-query").args(["-W", "-f=${Version}", "linux-source-6.12"]))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+fn git(dir: &Path) -> Command {
+    let mut c = Command::new("git");
+    c.current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "ironlift")
+        .env("GIT_AUTHOR_EMAIL", "ironlift@localhost")
+        .env("GIT_COMMITTER_NAME", "ironlift")
+        .env("GIT_COMMITTER_EMAIL", "ironlift@localhost");
+    c
+}
+
+/// Unpacks Debian's tarball into `dir` as a git repo tagged `pristine`.
+fn unpack_debian(tarball: &Path, dir: &Path) -> Result<()> {
+    let tmp = dir.with_extension("tmp");
+    let _ = fs::remove_dir_all(&tmp);
+    fs::create_dir_all(&tmp)?;
+    step(&format!("Unpacking {} (once; ~15 s)", tarball.display()));
+    run(Command::new("tar")
+        .arg("-xJf")
+        .arg(tarball)
+        .arg("-C")
+        .arg(&tmp)
+        .arg("--strip-components=1"))?;
+    note("recording the pristine tree in git, so our additions can be synced onto it");
+    run(git(&tmp).args(["init", "-q"]))?;
+    run(git(&tmp).args(["add", "-A"]))?;
+    run(git(&tmp).args(["commit", "-q", "-m", "pristine"]))?;
+    run(git(&tmp).args(["tag", "pristine"]))?;
+    fs::rename(&tmp, dir)?;
+    Ok(())
+}
+
+/// Makes the source tree `src` equal to pristine + additions, touching only
+/// files whose content changes.
+fn sync_additions(src: &Path, add: &Additions) -> Result<()> {
+    let index = src.join(".git").join("ironlift-index");
+    let _ = fs::remove_file(&index);
+    let with_index = |c: &mut Command| {
+        c.env("GIT_INDEX_FILE", &index);
+    };
+    let mut c = git(src);
+    with_index(&mut c);
+    run(c.args(["read-tree", "pristine"]))?;
+    for p in &add.patches {
+        let mut c = git(src);
+        with_index(&mut c);
+        run(c.args(["apply", "--cached", "--whitespace=nowarn"]).arg(p)).with_context(|| {
+            format!(
+                "patch {} does not apply to the pristine kernel source; refresh it against 6.12",
+                p.display()
+            )
+        })?;
+    }
+    for (rel, f) in &add.files {
+        let sha = run(git(src).args(["hash-object", "-w"]).arg(f))?;
+        let mut c = git(src);
+        with_index(&mut c);
+        run(c.args([
+            "update-index",
+            "--add",
+            "--cacheinfo",
+            &format!("100644,{},{}", sha.trim(), rel),
+        ]))?;
+    }
+    let mut c = git(src);
+    with_index(&mut c);
+    let tree = run(c.arg("write-tree"))?.trim().to_string();
+    let _ = fs::remove_file(&index);
+
+    // What differs between the wanted tree and the files on disk.
+    let changed = run(git(src).args(["diff", "--name-only", "--no-renames", &tree]))?;
+    let mut n = 0;
+    for rel in changed.lines().filter(|l| !l.is_empty()) {
+        let path = src.join(rel);
+        let wanted = Command::new("git")
+            .current_dir(src)
+            .args(["cat-file", "blob", &format!("{tree}:{rel}")])
+            .output()?;
+        if wanted.status.success() {
+            write_if_changed(&path, &wanted.stdout)?;
+        } else {
+            let _ = fs::remove_file(&path);
+        }
+        n += 1;
+    }
+    run(git(src).args(["read-tree", &tree]))?;
+    note(&format!(
+        "additions: {} patch(es), {} file(s); {n} file(s) in the tree changed",
+        add.patches.len(),
+        add.files.len()
+    ));
+    Ok(())
+}
+
+/// Builds (or finds built) the kernel.
+pub fn ensure(tc: &Toolchain, opts: &KernelOpts) -> Result<Kernel> {
+    let root = util::repo_root();
+    let add = Additions::load(&root)?;
+    let (src, base_dir, source_id) = match &opts.kernel_src {
+        Some(dir) => {
+            let dir = fs::canonicalize(dir)
+                .with_context(|| format!("--kernel-src {} does not exist", dir.display()))?;
+            if !dir.join("Makefile").is_file() || !dir.join("rust").is_dir() {
+                bail!("{} does not look like a Linux source tree with Rust support", dir.display());
+            }
+            let mut h = Hasher::new();
+            h.add("path", dir.to_string_lossy().as_bytes());
+            let id = format!("custom-{}", &h.hex()[..12]);
+            (dir.clone(), opts.cache.join(&id), format!("custom:{}", dir.display()))
+        }
+        None => {
+            let tarball = crate::deps::debian_kernel_tarball()?;
+            let version = debian_source_version();
+            let upstream = version.split('-').next().unwrap_or(&version).to_string();
+            let base = opts.cache.join(format!("linux-{upstream}"));
+            let src = base.join("src");
+            if !src.join(".git").is_dir() {
+                fs::create_dir_all(&base)?;
+                unpack_debian(&tarball, &src)?;
+            }
+            (src, base, format!("debian:linux-source-6.12={version}"))
+        }
+    };
+    let build = base_dir.join(format!("build-{}", opts.flavor.name()));
+
+    let mut h = Hasher::new();
+    h.add("source", source_id.as_bytes());
+    add.hash_into(&mut h)?;
+    let cfg_dir = root.join("configs").join("kernel");
+    let mut fragments = Vec::new();
+    for f in opts.flavor.fragments() {
+        let p = cfg_dir.join(f);
+        h.add(f, &fs::read(&p).with_context(|| format!("config fragment {}", p.display()))?);
+        fragments.push(p);
+    }
+    h.add("rustc", tc.rustc.to_string_lossy().as_bytes());
+    h.add("rust_lib_src", tc.rust_lib_src.to_string_lossy().as_bytes());
+    let key = h.hex();
+    let key_file = build.join(".ironlift-key");
+    let bzimage = build.join("arch/x86/boot/bzImage");
+    let custom = opts.kernel_src.is_some();
+
+    step(&format!(
+        "Kernel ({} config) from {} in {}",
+        opts.flavor.name(),
+        src.display(),
+        build.display()
+    ));
+    if !custom
+        && bzimage.is_file()
+        && fs::read_to_string(&key_file).map(|k| k.trim() == key).unwrap_or(false)
+    {
+        let release = release(&build)?;
+        note(&format!("up to date ({release}, key {}): no build", &key[..12]));
+        return Ok(Kernel {
+            src,
+            build,
+            bzimage,
+            release,
+            key,
+            flavor: opts.flavor,
+            built: false,
+        });
+    }
+
+    if custom {
+        check_custom_tree(&src, &add);
+    } else {
+        sync_additions(&src, &add)?;
+    }
+    fs::create_dir_all(&build)?;
+    let logs = build.join("ironlift-logs");
+    // Config: allnoconfig + our fragments + olddefconfig. Kconfig rewrites
+    // only what changed, so an unchanged config rebuilds nothing.
+    note("configuring: allnoconfig + configs/kernel fragments + olddefconfig");
+    run_logged(
+        make(tc, &src, &build).arg("allnoconfig"),
+        &logs.join("config-1-allnoconfig.log"),
+        "allnoconfig",
+    )?;
+    let mut merge = Command::new(src.join("scripts/kconfig/merge_config.sh"));
+    merge
+        .current_dir(&src)
+        .arg("-m")
+        .arg("-O")
+        .arg(&build)
+        .arg(build.join(".config"))
+        .args(&fragments);
+    run_logged(&mut merge, &logs.join("config-2-merge.log"), "merge_config")?;
+    run_logged(
+        make(tc, &src, &build).arg("olddefconfig"),
+        &logs.join("config-3-olddefconfig.log"),
+        "olddefconfig",
+    )?;
+    check_config(&build.join(".config"), &fragments)?;
+
+    step(&format!(
+        "Building bzImage and modules with LLVM=1 -j{} (cold: ~7 min on 2 cores; incremental: less)",
+        opts.jobs
+    ));
+    let start = std::time::Instant::now();
+    run_logged(
+        make(tc, &src, &build)
+            .arg(format!("-j{}", opts.jobs))
+            .args(["bzImage", "modules"]),
+        &logs.join("build.log"),
+        "kernel build",
+    )
+    .context("the kernel build failed: its tail is above; fix the error (or the additions in modules/linux) and run again, the build resumes incrementally")?;
+    fs::write(&key_file, &key)?;
+    let release = release(&build)?;
+    note(&format!(
+        "built {release} in {}",
+        util::human_secs(start.elapsed().as_secs())
+    ));
+    Ok(Kernel {
+        src,
+        build,
+        bzimage,
+        release,
+        key,
+        flavor: opts.flavor,
+        built: true,
+    })
+}
+
+fn release(build: &Path) -> Result<String> {
+    Ok(fs::read_to_string(build.join("include/config/kernel.release"))
+        .context("no include/config/kernel.release in the build tree")?
+        .trim()
+        .to_string())
+}
+
+/// Every option a fragment sets must survive olddefconfig; the required
+/// ones must be `=y`.
+fn check_config(config: &Path, fragments: &[PathBuf]) -> Result<()> {
+    let text = fs::read_to_string(config)?;
+    let set = |name: &str| -> Option<String> {
+        text.lines().find_map(|l| {
+            l.strip_prefix(name)
+                .and_then(|r| r.strip_prefix('='))
+                .map(str::to_string)
+        })
+    };
+    let mut lost = Vec::new();
+    for f in fragments {
+        for line in fs::read_to_string(f)?.lines() {
+            let line = line.trim();
+            if let Some((name, val)) = line.split_once('=') {
+                if name.starts_with("CONFIG_") && val != "n" && set(name).as_deref() != Some(val) {
+                    lost.push(format!("{name}={val} (got {})", set(name).unwrap_or("unset".into())));
+                }
+            }
+        }
+    }
+    for l in &lost {
+        note(&format!("warning: config fragment option not applied: {l}"));
+    }
+    let missing: Vec<&&str> = REQUIRED
+        .iter()
+        .filter(|n| set(n).as_deref() != Some("y"))
+        .collect();
+    if !missing.is_empty() {
+        bail!(
+            "the kernel config lacks {:?}; for CONFIG_RUST check `make LLVM=1 rustavailable` \
+             (rustc-web, rust-web-src, bindgen-cli, libclang-dev)",
+            missing
+        );
+    }
+    Ok(())
+}
+
+fn check_custom_tree(src: &Path, add: &Additions) {
+    let missing: Vec<&String> = add
+        .files
+        .iter()
+        .filter(|(rel, f)| fs::read(src.join(rel)).ok() != fs::read(f).ok())
+        .map(|(rel, _)| rel)
+        .collect();
+    if !missing.is_empty() {
+        note(&format!(
+            "warning: {} lacks ironlift's kernel additions ({} differ, e.g. {}); the Rust \
+             elevator modules need them: apply the series from `cargo xtask patches` with git am",
+            src.display(),
+            missing.len(),
+            missing[0]
+        ));
+    }
+}

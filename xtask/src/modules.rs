@@ -1,0 +1,104 @@
+//! `cargo xtask modules`: builds the out-of-tree modules in modules/kernel
+//! against the cached kernel build.
+//!
+//! The sources are staged into the cache with the repo's layout
+//! (`kernel/`, `policy/src/`), so the modules' `#[path]` includes of the
+//! policy crate resolve, and the clone stays free of build products.
+
+use crate::deps::Toolchain;
+use crate::kernel::{make, Kernel};
+use crate::util::{self, note, run_logged, step, write_if_changed};
+use anyhow::{bail, Context, Result};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// A built module.
+#[derive(Clone, Debug)]
+pub struct Module {
+    pub name: String,
+    pub path: PathBuf,
+    /// The elevator it registers, for modules named `rust_<x>`.
+    pub elevator: Option<String>,
+}
+
+/// Elevator name for a module file stem: `rust_deadline` → `rust-deadline`.
+pub fn elevator_of(stem: &str) -> Option<String> {
+    stem.strip_prefix("rust_")
+        .map(|rest| format!("rust-{}", rest.replace('_', "-")))
+}
+
+fn stage(from: &Path, to: &Path) -> Result<()> {
+    let wanted: Vec<PathBuf> = util::files_below(from)?;
+    for f in &wanted {
+        let rel = f.strip_prefix(from).unwrap_or(f);
+        write_if_changed(&to.join(rel), &fs::read(f)?)?;
+    }
+    Ok(())
+}
+
+pub fn build(tc: &Toolchain, k: &Kernel, jobs: usize) -> Result<Vec<Module>> {
+    let root = util::repo_root();
+    let stage_dir = k
+        .build
+        .parent()
+        .unwrap_or(&k.build)
+        .join(format!("modules-{}", k.flavor.name()));
+    step(&format!("Building modules/kernel against {}", k.release));
+    let kdir = stage_dir.join("kernel");
+    // Sources removed from the repo must not linger as stale objects.
+    for f in util::files_below(&kdir)? {
+        let ext = f.extension().and_then(|e| e.to_str()).unwrap_or("");
+        let rel = f.strip_prefix(&kdir).unwrap_or(&f);
+        if matches!(ext, "rs" | "c" | "h") || rel == Path::new("Kbuild") {
+            if !root.join("modules/kernel").join(rel).exists() {
+                fs::remove_file(&f)?;
+            }
+        }
+    }
+    stage(&root.join("modules/kernel"), &kdir)?;
+    stage(&root.join("modules/policy/src"), &stage_dir.join("policy/src"))?;
+    let src = k.src.clone();
+    run_logged(
+        make(tc, &src, &k.build)
+            .arg(format!("-j{jobs}"))
+            .arg(format!("M={}", kdir.display()))
+            .arg("modules"),
+        &stage_dir.join("build.log"),
+        "module build",
+    )
+    .context("building the out-of-tree modules failed: the compiler's message is above")?;
+    let kbuild = fs::read_to_string(kdir.join("Kbuild")).context("modules/kernel/Kbuild")?;
+    let mut out = Vec::new();
+    for line in kbuild.lines() {
+        let Some(rest) = line.trim().strip_prefix("obj-m") else {
+            continue;
+        };
+        for obj in rest.trim_start_matches([' ', '+', ':', '=']).split_whitespace() {
+            let stem = obj.trim_end_matches(".o");
+            let ko = kdir.join(format!("{stem}.ko"));
+            if !ko.is_file() {
+                bail!("{} was not built", ko.display());
+            }
+            out.push(Module {
+                name: stem.to_string(),
+                path: ko,
+                elevator: elevator_of(stem),
+            });
+        }
+    }
+    note(&format!(
+        "modules: {}",
+        out.iter().map(|m| m.name.as_str()).collect::<Vec<_>>().join(", ")
+    ));
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn elevator_names_follow_module_names() {
+        assert_eq!(super::elevator_of("rust_deadline").as_deref(), Some("rust-deadline"));
+        assert_eq!(super::elevator_of("rust_bfq").as_deref(), Some("rust-bfq"));
+        assert_eq!(super::elevator_of("ironlift_selftest"), None);
+    }
+}

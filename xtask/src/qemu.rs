@@ -1,0 +1,300 @@
+//! Booting the guest: the machine definition, disks, accelerator probe,
+//! console capture with progress, and the timeout that cuts a hang.
+//!
+//! The guest's root file system is the host's `/`, shared read-only over
+//! 9p, so the guest runs the host's fio, sqlite3 and friends unchanged and
+//! sees this clone and the cache at the same paths. A second, writable 9p
+//! share (`out`) carries the job in and the results out.
+
+use crate::kernel::Kernel;
+use crate::util::{self, note, run, step};
+use anyhow::{bail, Context, Result};
+use std::fs;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Which accelerator QEMU uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Accel {
+    Kvm,
+    Tcg,
+}
+
+impl Accel {
+    pub fn name(self) -> &'static str {
+        match self {
+            Accel::Kvm => "kvm",
+            Accel::Tcg => "tcg",
+        }
+    }
+}
+
+/// The disks QEMU attaches, besides null_blk which the guest makes itself.
+#[derive(Clone, Debug)]
+pub struct Disks {
+    pub nvme: PathBuf,
+    pub virtio: PathBuf,
+    pub sata: PathBuf,
+}
+
+/// Size of each disk image (sparse).
+const DISK_BYTES: u64 = 2 << 30;
+
+/// Creates the backing files (sparse, raw) if missing.
+pub fn disks(cache: &Path) -> Result<Disks> {
+    let dir = cache.join("disks");
+    fs::create_dir_all(&dir)?;
+    let mk = |name: &str| -> Result<PathBuf> {
+        let p = dir.join(name);
+        let f = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&p)
+            .with_context(|| format!("creating disk image {}", p.display()))?;
+        if f.metadata()?.len() != DISK_BYTES {
+            f.set_len(DISK_BYTES)?;
+        }
+        Ok(p)
+    };
+    Ok(Disks {
+        nvme: mk("nvme.img")?,
+        virtio: mk("virtio.img")?,
+        sata: mk("sata-hdd.img")?,
+    })
+}
+
+/// One guest boot.
+pub struct Boot<'a> {
+    pub kernel: &'a Kernel,
+    pub accel: Accel,
+    pub disks: Option<&'a Disks>,
+    /// The writable share: job files in, results out.
+    pub out: &'a Path,
+    /// What the guest's init runs: `bench`, `test`, `probe`.
+    pub job: &'a str,
+    pub timeout: Duration,
+    pub console_log: PathBuf,
+    pub memory_mb: u32,
+    pub cpus: u32,
+    /// Extra kernel command line.
+    pub cmdline_extra: String,
+}
+
+/// How a boot ended.
+#[derive(Debug)]
+pub struct BootResult {
+    pub console: String,
+    pub timed_out: bool,
+    pub wall: Duration,
+}
+
+fn qemu_bin() -> &'static str {
+    "qemu-system-x86_64"
+}
+
+impl Boot<'_> {
+    fn command(&self) -> Command {
+        let root = util::repo_root();
+        let init = root.join("qemu").join("guest").join("init");
+        let mut cmdline = format!(
+            "console=ttyS0 root=root rootfstype=9p \
+             rootflags=trans=virtio,version=9p2000.L,msize=524288,cache=loose ro \
+             init={} panic=-1 null_blk.nr_devices=0 ironlift.job={} {}",
+            init.display(),
+            self.job,
+            self.cmdline_extra
+        );
+        if self.accel == Accel::Tcg {
+            // TSC calibration under TCG is unreliable; keep timekeeping sane.
+            cmdline.push_str(" tsc=unstable");
+        }
+        let mut c = Command::new(qemu_bin());
+        c.args(["-nographic", "-no-reboot", "-nodefaults", "-serial", "stdio"])
+            .args(["-smp", &self.cpus.to_string()])
+            .args(["-m", &format!("{}M", self.memory_mb)]);
+        match self.accel {
+            Accel::Kvm => c.args(["-accel", "kvm", "-cpu", "host"]),
+            Accel::Tcg => c.args(["-accel", "tcg", "-cpu", "max"]),
+        };
+        c.arg("-kernel")
+            .arg(&self.kernel.bzimage)
+            .arg("-append")
+            .arg(cmdline)
+            .args([
+                "-virtfs",
+                "local,path=/,mount_tag=root,security_model=none,readonly=on",
+            ])
+            .arg("-virtfs")
+            .arg(format!(
+                "local,path={},mount_tag=out,security_model=none",
+                self.out.display()
+            ));
+        if let Some(d) = self.disks {
+            c.arg("-drive")
+                .arg(format!(
+                    "file={},if=none,id=nvme0,format=raw,cache=none,aio=threads",
+                    d.nvme.display()
+                ))
+                .args(["-device", "nvme,serial=ironlift-nvme,drive=nvme0"])
+                .arg("-drive")
+                .arg(format!(
+                    "file={},if=none,id=vd0,format=raw,cache=none,aio=threads",
+                    d.virtio.display()
+                ))
+                .args(["-device", "virtio-blk-pci,drive=vd0"])
+                .arg("-drive")
+                .arg(format!(
+                    "file={},if=none,id=hdd0,format=raw,cache=none,aio=threads",
+                    d.sata.display()
+                ))
+                .args(["-device", "ahci,id=ahci0"])
+                .args(["-device", "ide-hd,drive=hdd0,bus=ahci0.0,rotation_rate=7200"]);
+        }
+        c.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    }
+
+    /// Boots, streams the console to the log (and `IRONLIFT:` lines to the
+    /// user), and cuts the guest at the timeout.
+    pub fn run(&self) -> Result<BootResult> {
+        let mut cmd = self.command();
+        if let Some(d) = self.console_log.parent() {
+            fs::create_dir_all(d)?;
+        }
+        fs::write(
+            self.console_log.with_extension("cmd"),
+            util::show(&cmd) + "\n",
+        )?;
+        let start = Instant::now();
+        let mut child = cmd
+            .spawn()
+            .with_context(|| format!("could not start {}", qemu_bin()))?;
+        let mut stdout = child.stdout.take().expect("piped");
+        let mut stderr = child.stderr.take().expect("piped");
+        let log_path = self.console_log.clone();
+        let reader = std::thread::spawn(move || -> String {
+            let mut log = fs::File::create(&log_path).ok();
+            let mut all = Vec::new();
+            let mut line = Vec::new();
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stdout.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                if let Some(f) = log.as_mut() {
+                    let _ = f.write_all(&buf[..n]);
+                }
+                all.extend_from_slice(&buf[..n]);
+                for &b in &buf[..n] {
+                    if b == b'\n' {
+                        let l = String::from_utf8_lossy(&line);
+                        let l = l.trim_end_matches('\r');
+                        if let Some(msg) = l.find("IRONLIFT: ").map(|i| &l[i + 10..]) {
+                            eprintln!("    [guest] {msg}");
+                        }
+                        line.clear();
+                    } else {
+                        line.push(b);
+                    }
+                }
+            }
+            String::from_utf8_lossy(&all).into_owned()
+        });
+        let err_reader = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = stderr.read_to_string(&mut s);
+            s
+        });
+        let mut timed_out = false;
+        loop {
+            if child.try_wait()?.is_some() {
+                break;
+            }
+            if start.elapsed() > self.timeout {
+                timed_out = true;
+                let _ = child.kill();
+                let _ = child.wait();
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let console = reader.join().unwrap_or_default();
+        let qemu_err = err_reader.join().unwrap_or_default();
+        if !qemu_err.trim().is_empty() {
+            fs::write(self.console_log.with_extension("qemu-stderr"), &qemu_err)?;
+        }
+        if console.trim().is_empty() && !qemu_err.trim().is_empty() && !timed_out {
+            bail!("QEMU failed to start the guest:\n{qemu_err}");
+        }
+        Ok(BootResult {
+            console,
+            timed_out,
+            wall: start.elapsed(),
+        })
+    }
+}
+
+/// Picks the accelerator: `tcg` or `kvm` when asked, else a probe boot
+/// under KVM (cached per QEMU and kernel) decides.
+pub fn choose_accel(kernel: &Kernel, cache: &Path, want: &str) -> Result<Accel> {
+    match want {
+        "tcg" => return Ok(Accel::Tcg),
+        "kvm" => return Ok(Accel::Kvm),
+        "auto" => {}
+        other => bail!("--accel must be auto, kvm or tcg, not {other:?}"),
+    }
+    if !Path::new("/dev/kvm").exists() {
+        note("accelerator: TCG (no /dev/kvm)");
+        return Ok(Accel::Tcg);
+    }
+    let qemu_version = run(Command::new(qemu_bin()).arg("--version")).unwrap_or_default();
+    let mut h = util::Hasher::new();
+    h.add("qemu", qemu_version.as_bytes());
+    h.add("kernel", kernel.key.as_bytes());
+    let stamp = cache.join("accel-probe").join(h.hex());
+    if let Ok(s) = fs::read_to_string(&stamp) {
+        let accel = if s.trim() == "kvm" { Accel::Kvm } else { Accel::Tcg };
+        note(&format!(
+            "accelerator: {} (probe result cached in {})",
+            accel.name().to_uppercase(),
+            stamp.display()
+        ));
+        return Ok(accel);
+    }
+    step("Probing whether a KVM guest boots here (once per QEMU and kernel)");
+    let out = cache.join("accel-probe").join("out");
+    fs::create_dir_all(&out)?;
+    let boot = Boot {
+        kernel,
+        accel: Accel::Kvm,
+        disks: None,
+        out: &out,
+        job: "probe",
+        timeout: Duration::from_secs(40),
+        console_log: cache.join("accel-probe").join("kvm-console.log"),
+        memory_mb: 512,
+        cpus: 1,
+        cmdline_extra: String::new(),
+    };
+    let ok = match boot.run() {
+        Ok(r) => !r.timed_out && r.console.contains("IRONLIFT: probe ok"),
+        Err(_) => false,
+    };
+    let accel = if ok { Accel::Kvm } else { Accel::Tcg };
+    fs::write(&stamp, accel.name())?;
+    note(&format!(
+        "accelerator: {} ({})",
+        accel.name().to_uppercase(),
+        if ok {
+            "a KVM guest booted"
+        } else {
+            "a KVM guest did not reach userspace within 40 s; see accel-probe/kvm-console.log"
+        }
+    ));
+    Ok(accel)
+}
