@@ -940,6 +940,7 @@ where
             self.at_mut(i).fifo_time = sn.fifo_time;
         }
         self.unqueue(n);
+        self.finish(n);
     }
 
     /// C's `dd_limit_depth()`: every request but a synchronous read is
