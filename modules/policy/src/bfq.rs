@@ -1124,10 +1124,10 @@ impl Ctx<'_> {
     }
 
     fn set_weight(&mut self, qi: u32, w: u32) {
-        let q = *self.q(qi);
+        let q = self.q(qi);
         if q.busy {
-            let c = q.class.index();
-            self.s.wsum[c] = self.s.wsum[c].saturating_sub(q.weight as u64) + w as u64;
+            let (c, old) = (q.class.index(), q.weight as u64);
+            self.s.wsum[c] = self.s.wsum[c].saturating_sub(old) + w as u64;
         }
         self.qm(qi).weight = w;
     }
@@ -1154,21 +1154,21 @@ impl Ctx<'_> {
         let wr = self.q(qi).wr_coeff;
         let ow = self.q(qi).orig_weight;
         self.qm(qi).weight = ow.saturating_mul(wr);
-        let q = *self.q(qi);
-        let c = q.class.index();
+        let c = self.q(qi).class.index();
         let v = self.s.vtime[c];
+        let q = &mut self.qs[qi as usize].q;
         let start =
             if q.finish_valid && vt_gt(q.finish, v) && q.finish.wrapping_sub(v) < MAX_VTIME_AHEAD {
                 q.finish
             } else {
                 v
             };
-        let qm = self.qm(qi);
-        qm.start = start;
-        qm.finish = start.wrapping_add(vt_delta(q.budget, q.weight));
-        qm.finish_valid = true;
-        qm.busy = true;
-        self.s.wsum[c] = self.s.wsum[c].saturating_add(q.weight as u64);
+        q.start = start;
+        q.finish = start.wrapping_add(vt_delta(q.budget, q.weight));
+        q.finish_valid = true;
+        q.busy = true;
+        let w = q.weight as u64;
+        self.s.wsum[c] = self.s.wsum[c].saturating_add(w);
         self.s.busy_queues += 1;
         self.enqueue_entity(qi);
     }
@@ -1180,15 +1180,15 @@ impl Ctx<'_> {
             return;
         }
         self.heap_remove(qi);
-        let q = *self.q(qi);
-        let c = q.class.index();
-        if self.s.in_service == qi {
-            let f = q.start.wrapping_add(vt_delta(q.service, q.weight));
-            self.qm(qi).finish = f;
+        let in_service = self.s.in_service == qi;
+        let q = &mut self.qs[qi as usize].q;
+        let (c, w) = (q.class.index(), q.weight as u64);
+        if in_service {
+            q.finish = q.start.wrapping_add(vt_delta(q.service, q.weight));
             self.s.in_service = NIL;
             self.s.wait_request = false;
         }
-        self.s.wsum[c] = self.s.wsum[c].saturating_sub(q.weight as u64);
+        self.s.wsum[c] = self.s.wsum[c].saturating_sub(w);
         self.s.busy_queues = self.s.busy_queues.saturating_sub(1);
         self.qm(qi).busy = false;
     }
@@ -1200,18 +1200,20 @@ impl Ctx<'_> {
             return;
         }
         self.heap_remove(qi);
-        let q = *self.q(qi);
-        self.qm(qi).finish = q.start.wrapping_add(vt_delta(q.budget, q.weight));
+        let q = self.qm(qi);
+        q.finish = q.start.wrapping_add(vt_delta(q.budget, q.weight));
         self.enqueue_entity(qi);
     }
 
     /// `bfq_updated_next_req`.
     fn updated_next_req(&mut self, qi: u32) {
-        let q = *self.q(qi);
-        if q.next_rq == NIL || self.s.in_service == qi {
+        let next_rq = self.q(qi).next_rq;
+        if next_rq == NIL || self.s.in_service == qi {
             return;
         }
-        let nb = q.max_budget.max(self.charge(q.next_rq, qi)).max(q.service);
+        let c = self.charge(next_rq, qi);
+        let q = self.q(qi);
+        let nb = q.max_budget.max(c).max(q.service);
         if nb != q.budget {
             self.qm(qi).budget = nb;
             self.reposition(qi);
@@ -1347,10 +1349,14 @@ impl Ctx<'_> {
         if self.q(qi).wr_coeff <= 1 {
             return;
         }
-        let q = *self.q(qi);
-        if now > q.last_wr_start_finish.saturating_add(q.wr_cur_max_time) {
-            let srt_over = q
-                .wr_start_at_switch_to_srt
+        let q = self.q(qi);
+        let (last_wr, srt_switch, ow) = (
+            q.last_wr_start_finish,
+            q.wr_start_at_switch_to_srt,
+            q.orig_weight,
+        );
+        if now > last_wr.saturating_add(q.wr_cur_max_time) {
+            let srt_over = srt_switch
                 .map(|t| now > t.saturating_add(self.s.wr_duration()))
                 .unwrap_or(true);
             if !self.is_srt(qi) || srt_over {
@@ -1358,11 +1364,10 @@ impl Ctx<'_> {
             } else {
                 // Back from soft real-time to interactive raising.
                 let dur = self.s.wr_duration();
-                let ow = q.orig_weight;
                 let qm = self.qm(qi);
                 qm.wr_coeff = WR_COEFF;
                 qm.wr_cur_max_time = dur;
-                qm.last_wr_start_finish = q.wr_start_at_switch_to_srt.unwrap_or(0);
+                qm.last_wr_start_finish = srt_switch.unwrap_or(0);
                 self.set_weight(qi, ow * WR_COEFF);
             }
         }
@@ -1846,7 +1851,7 @@ impl Ctx<'_> {
         }
         self.rqm(x).state = RqState::Queued;
 
-        let q = *self.q(qi);
+        let q = self.q(qi);
         if desc.prio.class != q.class || desc.prio.level.min(7) != q.level {
             if q.busy {
                 self.qm(qi).new_prio = desc.prio;
@@ -1854,10 +1859,12 @@ impl Ctx<'_> {
             } else {
                 self.apply_prio(qi, desc.prio);
             }
+        } else {
+            self.qm(qi).prio_changed = false;
         }
         {
             // bfq_update_io_seektime
-            let dist = desc.sector.abs_diff(q.last_request_pos);
+            let dist = desc.sector.abs_diff(self.q(qi).last_request_pos);
             let seeky = dist > SEEK_THR && (!self.s.nonrot || desc.sectors < SECT_THR_NONROT);
             let qm = self.qm(qi);
             qm.seek_history = (qm.seek_history << 1) | seeky as u32;
