@@ -51,6 +51,10 @@ const DIRS: usize = 2;
 const READ: usize = 0;
 /// Write direction index.
 const WRITE: usize = 1;
+/// Left child index.
+const LEFT: usize = 0;
+/// Right child index.
+const RIGHT: usize = 1;
 
 /// The state of a slot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,9 +81,9 @@ pub struct Slot {
     sector: Sector,
     /// Deadline (C's `fifo_time`); the insertion time for at-head requests.
     fifo_time: Nanos,
-    /// Sort tree links.
-    left: u32,
-    right: u32,
+    /// Sort tree links: left and right child, parent.
+    child: [u32; 2],
+    parent: u32,
     /// Treap heap priority.
     heap: u32,
     /// FIFO / dispatch list links.
@@ -100,8 +104,8 @@ impl Default for Slot {
         Slot {
             sector: 0,
             fifo_time: 0,
-            left: NIL,
-            right: NIL,
+            child: [NIL; 2],
+            parent: NIL,
             heap: 0,
             prev: NIL,
             next: NIL,
@@ -125,10 +129,8 @@ impl Slot {
 enum Link {
     /// The root of sort tree `n`.
     Root(usize),
-    /// The left child of a node.
-    Left(u32),
-    /// The right child of a node.
-    Right(u32),
+    /// A child of a node, on side `LEFT` or `RIGHT`.
+    Child(u32, usize),
 }
 
 /// Head and tail of an intrusive list.
@@ -176,9 +178,13 @@ where
     fifos: [List; LEVELS * DIRS],
     /// The at-head dispatch list.
     dispatch: List,
-    /// Position of the most recently dispatched request, per level and
+    /// Position of the most recently dispatched request, by level * 2 +
     /// direction.
-    latest_pos: [[Sector; DIRS]; LEVELS],
+    latest_pos: [Sector; LEVELS * DIRS],
+    /// The first request of each sort tree at or after `latest_pos` (C's
+    /// `deadline_from_pos()`), kept up to date on every tree change so a
+    /// batch continues without a tree search.
+    next_rq: [u32; LEVELS * DIRS],
     /// Direction of the latest dispatched request.
     last_dir: usize,
     /// Number of requests dispatched in the current batch.
@@ -240,7 +246,8 @@ where
             trees: [NIL; LEVELS * DIRS],
             fifos: [List::EMPTY; LEVELS * DIRS],
             dispatch: List::EMPTY,
-            latest_pos: [[0; DIRS]; LEVELS],
+            latest_pos: [0; LEVELS * DIRS],
+            next_rq: [NIL; LEVELS * DIRS],
             last_dir: WRITE,
             batching: 0,
             starved: 0,
@@ -294,9 +301,7 @@ where
     /// continue with: the first one at or after the position of the last
     /// request dispatched there (debugfs `read0_next_rq` and friends).
     pub fn next_request(&self, class: PrioClass, op: Op) -> Option<Tag> {
-        let level = class.index();
-        let dir = op.dir();
-        let tag = self.lower_bound(level * DIRS + dir, self.latest_pos[level][dir]);
+        let tag = self.next_rq[class.index() * DIRS + op.dir()];
         (tag != NIL).then_some(tag as Tag)
     }
 
@@ -316,7 +321,11 @@ where
         let heads = self.fifos.iter().chain([&self.dispatch]);
         if !roots
             .chain(heads.flat_map(|l| [l.head, l.tail]))
-            .chain(slots.iter().flat_map(|s| [s.left, s.right, s.prev, s.next]))
+            .chain(
+                slots
+                    .iter()
+                    .flat_map(|s| [s.child[LEFT], s.child[RIGHT], s.parent, s.prev, s.next]),
+            )
             .all(valid)
         {
             return Err("link out of range");
@@ -325,7 +334,7 @@ where
             if s.state != State::Free {
                 owned[usize::from(s.owner).min(LEVELS - 1)] += 1;
             }
-            if s.state != State::Sorted && (s.left != NIL || s.right != NIL) {
+            if s.state != State::Sorted && (s.child != [NIL; 2] || s.parent != NIL) {
                 return Err("unsorted request has tree links");
             }
             match s.state {
@@ -333,7 +342,7 @@ where
                     queued += 1;
                     let q = s.queue();
                     in_tree[q] += 1;
-                    for child in [s.left, s.right] {
+                    for child in s.child {
                         if child == NIL {
                             continue;
                         }
@@ -344,10 +353,14 @@ where
                         if c.heap > s.heap {
                             return Err("treap heap order broken");
                         }
+                        if c.parent != i as u32 {
+                            return Err("tree child's parent link wrong");
+                        }
                         links[q] += 1;
                     }
-                    if (s.left != NIL && self.key(s.left) >= self.key(i as u32))
-                        || (s.right != NIL && self.key(s.right) <= self.key(i as u32))
+                    let [l, r] = s.child;
+                    if (l != NIL && self.key(l) >= self.key(i as u32))
+                        || (r != NIL && self.key(r) <= self.key(i as u32))
                     {
                         return Err("tree child out of order");
                     }
@@ -357,11 +370,7 @@ where
                     let mut steps = 0;
                     while cur != NIL && cur != i as u32 && steps <= cap {
                         steps += 1;
-                        cur = if key < self.key(cur) {
-                            self.at(cur).left
-                        } else {
-                            self.at(cur).right
-                        };
+                        cur = self.at(cur).child[usize::from(key > self.key(cur))];
                     }
                     if cur != i as u32 {
                         return Err("sorted request not found in its tree");
@@ -379,9 +388,15 @@ where
             let root = self.trees[q];
             if root != NIL {
                 links[q] += 1;
+                if self.at(root).parent != NIL {
+                    return Err("tree root has a parent");
+                }
             }
             if links[q] != in_tree[q] {
                 return Err("tree is not a tree");
+            }
+            if self.next_rq[q] != self.lower_bound(q, self.latest_pos[q]) {
+                return Err("next request is not the first at or after latest_pos");
             }
             if self.list_check(ListId::Fifo(q), |s| {
                 s.state == State::Sorted && s.queue() == q
@@ -460,25 +475,55 @@ where
     }
 
     // ---- sort trees (treaps keyed by (sector, tag)) ------------------
+    //
+    // Children are indexed by side (`LEFT`, `RIGHT`) so that a descent
+    // picks the side from a comparison instead of branching on it.
 
     fn link(&self, link: Link) -> u32 {
         match link {
             Link::Root(t) => self.trees[t],
-            Link::Left(n) => self.at(n).left,
-            Link::Right(n) => self.at(n).right,
+            Link::Child(n, side) => self.at(n).child[side],
         }
     }
 
+    /// Points `link` at `to`, and `to` back at its new parent.
     fn set_link(&mut self, link: Link, to: u32) {
-        match link {
-            Link::Root(t) => self.trees[t] = to,
-            Link::Left(n) => self.at_mut(n).left = to,
-            Link::Right(n) => self.at_mut(n).right = to,
+        let parent = match link {
+            Link::Root(t) => {
+                self.trees[t] = to;
+                NIL
+            }
+            Link::Child(n, side) => {
+                self.at_mut(n).child[side] = to;
+                n
+            }
+        };
+        if to != NIL {
+            self.at_mut(to).parent = parent;
         }
     }
 
-    fn key(&self, n: u32) -> (Sector, u32) {
-        (self.at(n).sector, n)
+    /// The next node of `x`'s tree in key order, or `NIL`.
+    fn successor(&self, x: u32) -> u32 {
+        let mut cur = self.at(x).child[RIGHT];
+        if cur != NIL {
+            while self.at(cur).child[LEFT] != NIL {
+                cur = self.at(cur).child[LEFT];
+            }
+            return cur;
+        }
+        let mut child = x;
+        let mut parent = self.at(x).parent;
+        while parent != NIL && self.at(parent).child[RIGHT] == child {
+            child = parent;
+            parent = self.at(parent).parent;
+        }
+        parent
+    }
+
+    /// The sort key: sector, then tag.
+    fn key(&self, n: u32) -> u128 {
+        (u128::from(self.at(n).sector) << 32) | u128::from(n)
     }
 
     fn next_heap(&mut self) -> u32 {
@@ -496,62 +541,56 @@ where
         {
             let s = self.at_mut(x);
             s.heap = heap;
-            s.left = NIL;
-            s.right = NIL;
+            s.child = [NIL; 2];
+            s.parent = NIL;
         }
         // Descend to where x's heap priority puts it.
         let mut link = Link::Root(tree);
         let mut cur = self.link(link);
         while cur != NIL && self.at(cur).heap >= heap {
-            link = if key < self.key(cur) {
-                Link::Left(cur)
-            } else {
-                Link::Right(cur)
-            };
+            link = Link::Child(cur, usize::from(key > self.key(cur)));
             cur = self.link(link);
         }
         self.set_link(link, x);
         // Split the displaced subtree around x's key.
-        let mut lhook = Link::Left(x);
-        let mut rhook = Link::Right(x);
+        let mut hooks = [Link::Child(x, LEFT), Link::Child(x, RIGHT)];
         while cur != NIL {
-            if self.key(cur) < key {
-                self.set_link(lhook, cur);
-                lhook = Link::Right(cur);
-                cur = self.at(cur).right;
-            } else {
-                self.set_link(rhook, cur);
-                rhook = Link::Left(cur);
-                cur = self.at(cur).left;
-            }
+            // Nodes below x's key go left of x, continuing to their right.
+            let side = usize::from(self.key(cur) > key);
+            self.set_link(hooks[side], cur);
+            hooks[side] = Link::Child(cur, side ^ 1);
+            cur = self.at(cur).child[side ^ 1];
         }
-        self.set_link(lhook, NIL);
-        self.set_link(rhook, NIL);
+        self.set_link(hooks[LEFT], NIL);
+        self.set_link(hooks[RIGHT], NIL);
+        // Keep next_rq the first request at or after latest_pos.
+        let next = self.next_rq[tree];
+        if self.at(x).sector >= self.latest_pos[tree] && (next == NIL || key < self.key(next)) {
+            self.next_rq[tree] = x;
+        }
     }
 
     fn tree_remove(&mut self, tree: usize, x: u32) {
-        let key = self.key(x);
-        let mut link = Link::Root(tree);
-        loop {
-            let cur = self.link(link);
-            if cur == NIL {
-                // Not in this tree: nothing to do.
+        // The link that points at x.
+        let parent = self.at(x).parent;
+        let link = if parent == NIL {
+            if self.trees[tree] != x {
                 return;
             }
-            if cur == x {
-                break;
+            Link::Root(tree)
+        } else {
+            match self.at(parent).child {
+                [l, _] if l == x => Link::Child(parent, LEFT),
+                [_, r] if r == x => Link::Child(parent, RIGHT),
+                _ => return,
             }
-            link = if key < self.key(cur) {
-                Link::Left(cur)
-            } else {
-                Link::Right(cur)
-            };
-        }
-        // Replace x by the merge of its subtrees.
-        let (mut l, mut r) = {
-            let s = self.at(x);
-            (s.left, s.right)
         };
+        if self.next_rq[tree] == x {
+            // Every key above x's is at or after latest_pos too.
+            self.next_rq[tree] = self.successor(x);
+        }
+        let [mut l, mut r] = self.at(x).child;
+        // Replace x by the merge of its subtrees.
         let mut hook = link;
         loop {
             if l == NIL {
@@ -564,17 +603,17 @@ where
             }
             if self.at(l).heap > self.at(r).heap {
                 self.set_link(hook, l);
-                hook = Link::Right(l);
-                l = self.at(l).right;
+                hook = Link::Child(l, RIGHT);
+                l = self.at(l).child[RIGHT];
             } else {
                 self.set_link(hook, r);
-                hook = Link::Left(r);
-                r = self.at(r).left;
+                hook = Link::Child(r, LEFT);
+                r = self.at(r).child[LEFT];
             }
         }
         let s = self.at_mut(x);
-        s.left = NIL;
-        s.right = NIL;
+        s.child = [NIL; 2];
+        s.parent = NIL;
     }
 
     /// The first node of `tree` whose sector is at least `pos`
@@ -584,12 +623,9 @@ where
         let mut res = NIL;
         while cur != NIL {
             let s = self.at(cur);
-            if s.sector >= pos {
-                res = cur;
-                cur = s.left;
-            } else {
-                cur = s.right;
-            }
+            let below = s.sector < pos;
+            res = if below { res } else { cur };
+            cur = s.child[usize::from(below)];
         }
         res
     }
@@ -679,11 +715,20 @@ where
 
     /// C's `dd_start_request()`: the request leaves for the device.
     fn start(&mut self, x: u32) -> Dispatch {
+        let (q, sector) = {
+            let s = self.at(x);
+            (s.queue(), s.sector)
+        };
+        // Continuing a batch: the next request becomes x's successor as x
+        // leaves its tree, and no other request sits at x's sector below
+        // x (x was the first at or after the old, lower, position).
+        let was_next = self.next_rq[q] == x;
         self.unqueue(x);
-        let s = self.at_mut(x);
-        s.state = State::Dispatched;
-        let (level, dir, sector) = (s.prio.class.index(), s.op.dir(), s.sector);
-        self.latest_pos[level][dir] = sector;
+        self.at_mut(x).state = State::Dispatched;
+        self.latest_pos[q] = sector;
+        if !was_next {
+            self.next_rq[q] = self.lower_bound(q, sector);
+        }
         Dispatch::Request(x as Tag)
     }
 
@@ -710,8 +755,7 @@ where
     fn dispatch_level(&mut self, level: usize, latest_start: Nanos, now: Nanos) -> Option<u32> {
         let base = level * DIRS;
         // Batches are reads XOR writes: continue the current one.
-        let last_dir = self.last_dir;
-        let rq = self.lower_bound(base + last_dir, self.latest_pos[level][last_dir]);
+        let rq = self.next_rq[base + self.last_dir];
         let rq = if rq != NIL && self.batching < self.fifo_batch {
             rq
         } else {
@@ -737,7 +781,7 @@ where
                 return None;
             };
             let head = self.fifos[base + dir].head;
-            let next = self.lower_bound(base + dir, self.latest_pos[level][dir]);
+            let next = self.next_rq[base + dir];
             let expired = time_after_eq(now, self.at(head).fifo_time);
             let rq = if expired || next == NIL { head } else { next };
             self.last_dir = dir;
