@@ -158,7 +158,8 @@ fn unpack_debian(tarball: &Path, dir: &Path) -> Result<()> {
         .arg("--strip-components=1"))?;
     note("recording the pristine tree in git, so our additions can be synced onto it");
     run(git(&tmp).args(["init", "-q"]))?;
-    run(git(&tmp).args(["add", "-A"]))?;
+    // -f: Debian's tarball ships a .gitignore that ignores everything.
+    run(git(&tmp).args(["add", "-A", "-f"]))?;
     run(git(&tmp).args(["commit", "-q", "-m", "pristine"]))?;
     run(git(&tmp).args(["tag", "pristine"]))?;
     fs::rename(&tmp, dir)?;
@@ -257,6 +258,18 @@ pub fn ensure(tc: &Toolchain, opts: &KernelOpts) -> Result<Kernel> {
         }
     };
     let build = base_dir.join(format!("build-{}", opts.flavor.name()));
+    fs::create_dir_all(&base_dir)?;
+    let lock = fs::File::create(base_dir.join(".lock"))?;
+    if lock.try_lock().is_err() {
+        note(&format!(
+            "another xtask is using {}; waiting for it",
+            base_dir.display()
+        ));
+        lock.lock()?;
+    }
+    // Held until the process exits: the modules build and the guest use
+    // this tree too.
+    std::mem::forget(lock);
 
     let mut h = Hasher::new();
     h.add("source", source_id.as_bytes());
