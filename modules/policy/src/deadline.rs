@@ -7,11 +7,14 @@
 //! every structure is intrusive and index based, so nothing allocates:
 //!
 //! * per priority level (RT, BE, IDLE) and direction (read, write) a sort
-//!   tree keyed by `(sector, tag)` (a treap with pseudo-random heap
-//!   priorities, expected O(log n) depth) and a FIFO in insertion order
-//!   carrying each request's deadline;
+//!   tree keyed by `(sector, tag)` (a treap with parent links and
+//!   pseudo-random heap priorities: insert and lookups in expected
+//!   O(log n), removal in expected O(1) plus the successor walk) and a
+//!   FIFO in insertion order carrying each request's deadline;
 //! * one "dispatch" list of requests inserted at head, served before
-//!   anything else.
+//!   anything else (C's `list_add()`: the latest at-head insertion first);
+//! * per level and direction, the first request at or after the last
+//!   dispatched position, kept up to date so a batch goes on in O(1).
 //!
 //! Dispatch follows `dd_dispatch_request()`: the at-head list first, then
 //! lower-priority requests older than `prio_aging_expire`, then the levels
@@ -28,10 +31,25 @@
 //! Deliberate differences from C:
 //!
 //! * sysfs writes that are garbage, negative or out of range are rejected
-//!   with an error and the old value stays (C clamps). The ranges are
-//!   listed on [`Policy::set_tunable`] for this type.
+//!   with an error and the old value stays (C clamps). Accepted ranges,
+//!   inclusive:
+//!
+//!   | tunable | unit | range | default |
+//!   |---|---|---|---|
+//!   | `read_expire` | ms | 0 ..= 2^31-1 | 500 |
+//!   | `write_expire` | ms | 0 ..= 2^31-1 | 5000 |
+//!   | `writes_starved` | count | 0 ..= 2^31-1 (C also takes negatives) | 2 |
+//!   | `front_merges` | bool | 0 ..= 1 | 1 |
+//!   | `async_depth` | requests | 1 ..= `nr_requests` (C: ..= 2^31-1) | `nr_requests` |
+//!   | `fifo_batch` | requests | 1 ..= 2^31-1 (C also takes 0, which acts as 1) | 16 |
+//!   | `prio_aging_expire` | ms | 0 ..= 2^31-1 | 10000 |
+//!
 //! * times are nanoseconds passed in by the caller, not jiffies; they are
-//!   compared with wrap-around like `time_after()`.
+//!   compared with wrap-around like `time_after()`, and expires are kept
+//!   in exact milliseconds (C rounds to jiffies).
+//!
+//! As in Linux 6.12.y, `async_depth` follows `nr_requests` (see
+//! [`Deadline::depth_updated`]), which starts at the capacity.
 //!
 //! [`Policy`]: super::types::Policy
 
@@ -1005,18 +1023,8 @@ where
         self.tunable_value(name)
     }
 
-    /// Accepted ranges (inclusive; anything else is rejected and the old
-    /// value stays):
-    ///
-    /// | tunable | unit | range | default |
-    /// |---|---|---|---|
-    /// | `read_expire` | ms | 0 ..= 2^31-1 | 500 |
-    /// | `write_expire` | ms | 0 ..= 2^31-1 | 5000 |
-    /// | `writes_starved` | count | 0 ..= 2^31-1 | 2 |
-    /// | `front_merges` | bool | 0 ..= 1 | 1 |
-    /// | `async_depth` | requests | 1 ..= `nr_requests` | `nr_requests` |
-    /// | `fifo_batch` | requests | 1 ..= 2^31-1 | 16 |
-    /// | `prio_aging_expire` | ms | 0 ..= 2^31-1 | 10000 |
+    /// Rejects anything outside the ranges in the [module
+    /// documentation](self); the old value then stays.
     fn set_tunable(&mut self, name: &str, text: &str) -> Result<(), TunableError> {
         let (min, max) = match name {
             "read_expire" | "write_expire" | "writes_starved" | "prio_aging_expire" => {
