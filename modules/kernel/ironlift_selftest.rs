@@ -15,9 +15,31 @@ use kernel::prelude::*;
 mod policy {
     #[path = "../../policy/src/types.rs"]
     pub(crate) mod types;
+    #[path = "../../policy/src/deadline.rs"]
+    pub(crate) mod deadline;
 }
 
-use policy::types::{parse_sysfs_in_range, parse_sysfs_int, IoPrio, PrioClass, TunableError};
+use kernel::alloc::{flags::GFP_KERNEL, KVec};
+use policy::deadline::{Deadline, Slot};
+use policy::types::{
+    parse_sysfs_in_range, parse_sysfs_int, Dispatch, IoPrio, Op, Policy, PrioClass, RequestDesc,
+    TunableError,
+};
+
+/// Slot storage from the kernel's allocator, as the policy wants it.
+struct Slots(KVec<Slot>);
+
+impl AsRef<[Slot]> for Slots {
+    fn as_ref(&self) -> &[Slot] {
+        &self.0
+    }
+}
+
+impl AsMut<[Slot]> for Slots {
+    fn as_mut(&mut self) -> &mut [Slot] {
+        &mut self.0
+    }
+}
 
 module! {
     type: IronliftSelftest,
@@ -53,6 +75,50 @@ fn ioprio_decoding() -> bool {
     rt.class == PrioClass::RealTime && rt.level == 3 && none == IoPrio::DEFAULT
 }
 
+fn deadline_scenario() -> bool {
+    let Ok(v) = KVec::from_elem(Slot::default(), 64, GFP_KERNEL) else {
+        return false;
+    };
+    let Ok(mut dd) = Deadline::new(Slots(v)) else {
+        return false;
+    };
+    let req = |sector, op| RequestDesc {
+        sector,
+        sectors: 8,
+        op,
+        sync: op == Op::Read,
+        ..RequestDesc::default()
+    };
+    // Two writes and three reads, out of sector order.
+    dd.insert(0, &req(1000, Op::Write), false, 0);
+    dd.insert(1, &req(300, Op::Read), false, 1);
+    dd.insert(2, &req(100, Op::Read), false, 2);
+    dd.insert(3, &req(200, Op::Read), false, 3);
+    dd.insert(4, &req(50, Op::Write), false, 4);
+    // A read batch starts at the read FIFO head and goes on in sector
+    // order; writes follow once reads are done.
+    let mut order = [usize::MAX; 5];
+    for slot in order.iter_mut() {
+        match dd.dispatch(10) {
+            Dispatch::Request(t) => *slot = t,
+            _ => return false,
+        }
+    }
+    let ok_order = order[..3] == [1, 2, 3] || order[..3] == [2, 3, 1];
+    // A bad tunable write keeps the value; a good one takes.
+    let tunables = dd.set_tunable("read_expire", "-1") == Err(TunableError::OutOfRange)
+        && dd.set_tunable("read_expire", "abc\n") == Err(TunableError::Invalid)
+        && dd.tunable("read_expire") == Ok(500)
+        && dd.set_tunable("read_expire", "250\n").is_ok()
+        && dd.tunable("read_expire") == Ok(250);
+    ok_order
+        && order[3..].contains(&0)
+        && order[3..].contains(&4)
+        && !dd.has_work()
+        && dd.dispatch(20) == Dispatch::Empty
+        && tunables
+}
+
 const CHECKS: &[Check] = &[
     Check {
         name: "sysfs_parsing",
@@ -61,6 +127,10 @@ const CHECKS: &[Check] = &[
     Check {
         name: "ioprio_decoding",
         run: ioprio_decoding,
+    },
+    Check {
+        name: "deadline_scenario",
+        run: deadline_scenario,
     },
 ];
 

@@ -54,8 +54,6 @@ pub struct Kernel {
     pub release: String,
     pub key: String,
     pub flavor: Flavor,
-    /// Whether this run built anything.
-    pub built: bool,
 }
 
 /// What to build.
@@ -158,6 +156,9 @@ fn unpack_debian(tarball: &Path, dir: &Path) -> Result<()> {
         .arg("--strip-components=1"))?;
     note("recording the pristine tree in git, so our additions can be synced onto it");
     run(git(&tmp).args(["init", "-q"]))?;
+    // 80k loose objects would set off a background `git gc` that competes
+    // with the kernel build for the CPUs.
+    run(git(&tmp).args(["config", "gc.auto", "0"]))?;
     // -f: Debian's tarball ships a .gitignore that ignores everything.
     run(git(&tmp).args(["add", "-A", "-f"]))?;
     run(git(&tmp).args(["commit", "-q", "-m", "pristine"]))?;
@@ -228,6 +229,26 @@ fn sync_additions(src: &Path, add: &Additions) -> Result<()> {
     Ok(())
 }
 
+/// Debian's source in the cache, unpacked on first use: (base, src, version).
+fn debian_source(cache: &Path) -> Result<(PathBuf, PathBuf, String)> {
+    let tarball = crate::deps::debian_kernel_tarball()?;
+    let version = debian_source_version();
+    let upstream = version.split('-').next().unwrap_or(&version).to_string();
+    let base = cache.join(format!("linux-{upstream}"));
+    let src = base.join("src");
+    if !src.join(".git").is_dir() {
+        fs::create_dir_all(&base)?;
+        unpack_debian(&tarball, &src)?;
+    }
+    Ok((base, src, version))
+}
+
+/// The pristine Debian tree (a git repo with the `pristine` tag), for
+/// building the patch series; nothing is built.
+pub fn pristine_source(_tc: &Toolchain, opts: &KernelOpts) -> Result<PathBuf> {
+    Ok(debian_source(&opts.cache)?.1)
+}
+
 /// Builds (or finds built) the kernel.
 pub fn ensure(tc: &Toolchain, opts: &KernelOpts) -> Result<Kernel> {
     let root = util::repo_root();
@@ -245,15 +266,7 @@ pub fn ensure(tc: &Toolchain, opts: &KernelOpts) -> Result<Kernel> {
             (dir.clone(), opts.cache.join(&id), format!("custom:{}", dir.display()))
         }
         None => {
-            let tarball = crate::deps::debian_kernel_tarball()?;
-            let version = debian_source_version();
-            let upstream = version.split('-').next().unwrap_or(&version).to_string();
-            let base = opts.cache.join(format!("linux-{upstream}"));
-            let src = base.join("src");
-            if !src.join(".git").is_dir() {
-                fs::create_dir_all(&base)?;
-                unpack_debian(&tarball, &src)?;
-            }
+            let (base, src, version) = debian_source(&opts.cache)?;
             (src, base, format!("debian:linux-source-6.12={version}"))
         }
     };
@@ -307,7 +320,6 @@ pub fn ensure(tc: &Toolchain, opts: &KernelOpts) -> Result<Kernel> {
             release,
             key,
             flavor: opts.flavor,
-            built: false,
         });
     }
 
@@ -368,7 +380,6 @@ pub fn ensure(tc: &Toolchain, opts: &KernelOpts) -> Result<Kernel> {
         release,
         key,
         flavor: opts.flavor,
-        built: true,
     })
 }
 

@@ -97,6 +97,9 @@ impl Report {
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (p, x, s) = self.counts();
+        if let (Some(v), Some(n)) = (self.version, self.plan) {
+            write!(f, "KTAP v{v}, {n} top-level tests: ")?;
+        }
         write!(f, "{p} passed, {x} failed, {s} skipped")?;
         for p in &self.problems {
             write!(f, "\n  problem: {p}")?;

@@ -9,6 +9,7 @@ mod deps;
 mod kernel;
 mod ktap;
 mod modules;
+mod patches;
 mod qemu;
 mod report;
 mod util;
@@ -120,6 +121,18 @@ enum Cmd {
         #[arg(long, value_delimiter = ',')]
         only: Option<Vec<String>>,
     },
+    /// Write the kernel additions as a git format-patch series with a cover
+    /// letter, check that it applies to 6.12 and run checkpatch --strict
+    Patches {
+        #[command(flatten)]
+        k: KernelArgs,
+        /// Output folder [default: target/patches]
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// A results folder (or results.json) whose table goes in the cover letter
+        #[arg(long)]
+        results: Option<PathBuf>,
+    },
     /// Re-render report.md and charts from a results.json
     Report {
         /// A results.json, or the folder holding it
@@ -174,6 +187,14 @@ fn main() {
             guest_only,
             only,
         } => test(&k, &g, host_only, guest_only, only),
+        Cmd::Patches { k, out, results } => (|| {
+            let tc = deps::ensure()?;
+            let mut opts = kernel_opts(&k);
+            opts.kernel_src = None;
+            let src = kernel::pristine_source(&tc, &opts)?;
+            let out = out.unwrap_or_else(|| util::repo_root().join("target/patches"));
+            patches::run_cmd(&src, &out, results.as_deref())
+        })(),
         Cmd::Report { path } => rerender(&path),
         Cmd::Ktap { file, console } => ktap_cmd(&file, console.as_deref()),
     };
@@ -210,7 +231,6 @@ struct Prepared {
     modules: Vec<modules::Module>,
     accel: qemu::Accel,
     disks: qemu::Disks,
-    cache: PathBuf,
 }
 
 fn prepare(k: &KernelArgs, g: &GuestArgs) -> Result<Prepared> {
@@ -225,7 +245,6 @@ fn prepare(k: &KernelArgs, g: &GuestArgs) -> Result<Prepared> {
         modules,
         accel,
         disks,
-        cache: opts.cache,
     })
 }
 
@@ -584,6 +603,7 @@ fn test(
         cmdline_extra: String::new(),
     };
     let r = boot.run()?;
+    note(&format!("guest ran for {}", util::human_secs(r.wall.as_secs())));
     let ktap_text = fs::read_to_string(out.join("ktap.txt")).unwrap_or_default();
     let report = ktap::parse(&ktap_text, "guest");
     let trouble = ktap::console_problems(&r.console);

@@ -139,14 +139,6 @@ impl Hasher {
         self.0.update((bytes.len() as u64).to_le_bytes());
         self.0.update(bytes);
     }
-    /// Adds every regular file below `dir`, in sorted order, by relative path.
-    pub fn add_tree(&mut self, dir: &Path) -> Result<()> {
-        for f in files_below(dir)? {
-            let rel = f.strip_prefix(dir).unwrap_or(&f).to_string_lossy().into_owned();
-            self.add(&rel, &fs::read(&f)?);
-        }
-        Ok(())
-    }
     pub fn hex(self) -> String {
         self.0
             .finalize()

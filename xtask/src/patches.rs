@@ -1,0 +1,232 @@
+//! `cargo xtask patches`: ironlift's kernel additions as a `git
+//! format-patch` series with a cover letter, checked with checkpatch.
+//!
+//! `modules/linux/series.toml` says which commit carries which patch and
+//! which added file, with its subject and message; every patch and file
+//! under modules/linux must be in exactly one commit. The commits are made
+//! on top of the cache's pristine 6.12 tree (without touching its files),
+//! exported with `git format-patch --cover-letter`, then re-applied one by
+//! one onto pristine as `git am` would, and run through
+//! `scripts/checkpatch.pl --strict`.
+
+use crate::kernel::Additions;
+use crate::util::{self, note, run, step};
+use anyhow::{bail, Context, Result};
+use serde::Deserialize;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+#[derive(Deserialize)]
+struct Series {
+    author: String,
+    cover: Cover,
+    commit: Vec<CommitSpec>,
+}
+
+#[derive(Deserialize)]
+struct Cover {
+    subject: String,
+    /// Markdown-free text; `{results}` is replaced by the latest benchmark
+    /// table if one is given with --results.
+    body: String,
+}
+
+#[derive(Deserialize)]
+struct CommitSpec {
+    subject: String,
+    body: String,
+    #[serde(default)]
+    patches: Vec<String>,
+    #[serde(default)]
+    files: Vec<String>,
+}
+
+fn git(dir: &Path, index: Option<&Path>) -> Command {
+    let mut c = Command::new("git");
+    c.current_dir(dir);
+    if let Some(i) = index {
+        c.env("GIT_INDEX_FILE", i);
+    }
+    c
+}
+
+/// Builds the series into `out`; returns the patch files.
+pub fn write_series(src: &Path, out: &Path, results: Option<&str>) -> Result<Vec<PathBuf>> {
+    let root = util::repo_root();
+    let linux = root.join("modules/linux");
+    let series_path = linux.join("series.toml");
+    let series: Series = toml::from_str(
+        &fs::read_to_string(&series_path)
+            .with_context(|| format!("reading {}", series_path.display()))?,
+    )
+    .with_context(|| format!("parsing {}", series_path.display()))?;
+    let add = Additions::load(&root)?;
+
+    // Every addition in exactly one commit.
+    let mut listed_p: Vec<&str> = Vec::new();
+    let mut listed_f: Vec<&str> = Vec::new();
+    for c in &series.commit {
+        listed_p.extend(c.patches.iter().map(String::as_str));
+        listed_f.extend(c.files.iter().map(String::as_str));
+    }
+    for p in &add.patches {
+        let name = p.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        let n = listed_p.iter().filter(|x| **x == name).count();
+        if n != 1 {
+            bail!("modules/linux/patches/{name} is in {n} commits of series.toml; it must be in exactly one");
+        }
+    }
+    for (rel, _) in &add.files {
+        let n = listed_f.iter().filter(|x| *x == rel).count();
+        if n != 1 {
+            bail!("modules/linux/files/{rel} is in {n} commits of series.toml; it must be in exactly one");
+        }
+    }
+
+    let (name, email) = series
+        .author
+        .rsplit_once('<')
+        .map(|(n, e)| (n.trim().to_string(), e.trim_end_matches('>').trim().to_string()))
+        .context("series.toml author must be 'Name <email>'")?;
+    let index = src.join(".git").join("ironlift-series-index");
+    let _ = fs::remove_file(&index);
+    run(git(src, Some(&index)).args(["read-tree", "pristine"]))?;
+    let mut parent = run(git(src, None).args(["rev-parse", "pristine^{commit}"]))?
+        .trim()
+        .to_string();
+    for c in &series.commit {
+        for p in &c.patches {
+            let path = linux.join("patches").join(p);
+            if !path.is_file() {
+                bail!("series.toml names {p}, which is not in modules/linux/patches");
+            }
+            run(git(src, Some(&index))
+                .args(["apply", "--cached", "--whitespace=nowarn"])
+                .arg(&path))
+            .with_context(|| format!("{p} does not apply"))?;
+        }
+        for f in &c.files {
+            let path = linux.join("files").join(f);
+            if !path.is_file() {
+                bail!("series.toml names {f}, which is not in modules/linux/files");
+            }
+            let sha = run(git(src, None).args(["hash-object", "-w"]).arg(&path))?;
+            run(git(src, Some(&index)).args([
+                "update-index",
+                "--add",
+                "--cacheinfo",
+                &format!("100644,{},{f}", sha.trim()),
+            ]))?;
+        }
+        let tree = run(git(src, Some(&index)).arg("write-tree"))?.trim().to_string();
+        let msg = format!(
+            "{}\n\n{}\n\nSigned-off-by: {} <{}>\n",
+            c.subject.trim(),
+            c.body.trim(),
+            name,
+            email
+        );
+        parent = run(git(src, None)
+            .env("GIT_AUTHOR_NAME", &name)
+            .env("GIT_AUTHOR_EMAIL", &email)
+            .env("GIT_COMMITTER_NAME", &name)
+            .env("GIT_COMMITTER_EMAIL", &email)
+            .args(["commit-tree", &tree, "-p", &parent, "-m", &msg]))?
+        .trim()
+        .to_string();
+    }
+    let _ = fs::remove_file(&index);
+    let _ = fs::remove_dir_all(out);
+    fs::create_dir_all(out)?;
+    let listing = run(git(src, None)
+        .args(["format-patch", "--cover-letter", "--no-signature", "-o"])
+        .arg(out)
+        .arg(format!("pristine..{parent}")))?;
+    let files: Vec<PathBuf> = listing.lines().map(PathBuf::from).collect();
+    // Fill in the cover letter.
+    let cover = files
+        .iter()
+        .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("0000-")))
+        .context("format-patch wrote no cover letter")?;
+    let text = fs::read_to_string(cover)?;
+    let body = series
+        .cover
+        .body
+        .replace("{results}", results.unwrap_or("(no benchmark results given: run `cargo xtask qemu-bench` and pass --results DIR)"));
+    let text = text
+        .replace("*** SUBJECT HERE ***", series.cover.subject.trim())
+        .replace("*** BLURB HERE ***", body.trim());
+    fs::write(cover, text)?;
+    Ok(files)
+}
+
+/// Applies the series onto pristine as `git am` does (in an index only).
+fn check_applies(src: &Path, files: &[PathBuf]) -> Result<()> {
+    let index = src.join(".git").join("ironlift-am-index");
+    let _ = fs::remove_file(&index);
+    run(git(src, Some(&index)).args(["read-tree", "pristine"]))?;
+    for f in files.iter().filter(|p| {
+        !p.file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("0000-"))
+    }) {
+        run(git(src, Some(&index)).args(["apply", "--cached"]).arg(f))
+            .with_context(|| format!("{} does not apply in order onto 6.12", f.display()))?;
+    }
+    let _ = fs::remove_file(&index);
+    Ok(())
+}
+
+/// `cargo xtask patches`.
+pub fn run_cmd(src: &Path, out: &Path, results: Option<&Path>) -> Result<()> {
+    step("Writing the kernel additions as a patch series");
+    let table = match results {
+        Some(dir) => {
+            let file = if dir.is_dir() { dir.join("results.json") } else { dir.to_path_buf() };
+            let res: crate::bench::ResultsFile = serde_json::from_str(
+                &fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?,
+            )?;
+            Some(format!(
+                "Measured with `cargo xtask qemu-bench` ({}; {} guest, kernel {}; \
+                 {} repeats, interleaved):\n{}",
+                res.suite,
+                res.accel.to_uppercase(),
+                res.kernel_release,
+                res.timing.repeats,
+                crate::bench::table_markdown(&res)
+            ))
+        }
+        None => None,
+    };
+    let files = write_series(src, out, table.as_deref())?;
+    check_applies(src, &files)?;
+    note(&format!(
+        "{} patches + cover letter in {}; they apply in order onto pristine 6.12",
+        files.len() - 1,
+        out.display()
+    ));
+    step("checkpatch.pl --strict");
+    let mut worst = 0;
+    for f in &files {
+        let o = Command::new("perl")
+            .current_dir(src)
+            .args(["scripts/checkpatch.pl", "--strict", "--no-tree", "--terse", "--showfile"])
+            .arg(f)
+            .output()
+            .context("running scripts/checkpatch.pl (perl)")?;
+        let text = String::from_utf8_lossy(&o.stdout);
+        let name = f.file_name().unwrap_or_default().to_string_lossy();
+        let summary = text.lines().last().unwrap_or("").to_string();
+        note(&format!("{name}: {summary}"));
+        for l in text.lines().filter(|l| l.contains("ERROR") || l.contains("WARNING") || l.contains("CHECK")) {
+            if !l.starts_with("total:") {
+                note(&format!("    {l}"));
+            }
+        }
+        worst = worst.max(o.status.code().unwrap_or(2));
+    }
+    if worst != 0 {
+        bail!("checkpatch reported errors (above); justify remaining warnings in the cover letter or fix them");
+    }
+    Ok(())
+}
