@@ -174,6 +174,21 @@ enum ListId {
     Dispatch,
 }
 
+/// A sort key: sector, then tag.
+#[derive(Clone, Copy)]
+struct Key {
+    sector: Sector,
+    tag: u32,
+}
+
+impl Key {
+    /// Whether `self` sorts after `other`, without branches (and without
+    /// 128-bit arithmetic, which some kernel targets lack).
+    fn gt(self, other: Key) -> bool {
+        (self.sector > other.sector) | ((self.sector == other.sector) & (self.tag > other.tag))
+    }
+}
+
 /// `time_after(a, b)`: whether `a` is later than `b`, with wrap-around.
 fn time_after(a: Nanos, b: Nanos) -> bool {
     (b.wrapping_sub(a) as i64) < 0
@@ -377,9 +392,8 @@ where
                         links[q] += 1;
                     }
                     let [l, r] = s.child;
-                    if (l != NIL && self.key(l) >= self.key(i as u32))
-                        || (r != NIL && self.key(r) <= self.key(i as u32))
-                    {
+                    let me = self.key(i as u32);
+                    if (l != NIL && !me.gt(self.key(l))) || (r != NIL && !self.key(r).gt(me)) {
                         return Err("tree child out of order");
                     }
                     // Reachable from the root by its key.
@@ -388,7 +402,7 @@ where
                     let mut steps = 0;
                     while cur != NIL && cur != i as u32 && steps <= cap {
                         steps += 1;
-                        cur = self.at(cur).child[usize::from(key > self.key(cur))];
+                        cur = self.at(cur).child[usize::from(key.gt(self.key(cur)))];
                     }
                     if cur != i as u32 {
                         return Err("sorted request not found in its tree");
@@ -540,8 +554,11 @@ where
     }
 
     /// The sort key: sector, then tag.
-    fn key(&self, n: u32) -> u128 {
-        (u128::from(self.at(n).sector) << 32) | u128::from(n)
+    fn key(&self, n: u32) -> Key {
+        Key {
+            sector: self.at(n).sector,
+            tag: n,
+        }
     }
 
     fn next_heap(&mut self) -> u32 {
@@ -566,7 +583,7 @@ where
         let mut link = Link::Root(tree);
         let mut cur = self.link(link);
         while cur != NIL && self.at(cur).heap >= heap {
-            link = Link::Child(cur, usize::from(key > self.key(cur)));
+            link = Link::Child(cur, usize::from(key.gt(self.key(cur))));
             cur = self.link(link);
         }
         self.set_link(link, x);
@@ -574,7 +591,7 @@ where
         let mut hooks = [Link::Child(x, LEFT), Link::Child(x, RIGHT)];
         while cur != NIL {
             // Nodes below x's key go left of x, continuing to their right.
-            let side = usize::from(self.key(cur) > key);
+            let side = usize::from(self.key(cur).gt(key));
             self.set_link(hooks[side], cur);
             hooks[side] = Link::Child(cur, side ^ 1);
             cur = self.at(cur).child[side ^ 1];
@@ -583,7 +600,7 @@ where
         self.set_link(hooks[RIGHT], NIL);
         // Keep next_rq the first request at or after latest_pos.
         let next = self.next_rq[tree];
-        if self.at(x).sector >= self.latest_pos[tree] && (next == NIL || key < self.key(next)) {
+        if self.at(x).sector >= self.latest_pos[tree] && (next == NIL || self.key(next).gt(key)) {
             self.next_rq[tree] = x;
         }
     }
