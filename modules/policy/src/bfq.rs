@@ -196,6 +196,7 @@ struct Queue {
     sync: bool,
     root: u32,
     queued: u32,
+    at_head: u32,
     fifo_head: [u32; 2],
     fifo_tail: [u32; 2],
     next_rq: u32,
@@ -241,6 +242,7 @@ impl Default for Queue {
             sync: true,
             root: NIL,
             queued: 0,
+            at_head: 0,
             fifo_head: [NIL; 2],
             fifo_tail: [NIL; 2],
             next_rq: NIL,
@@ -662,6 +664,219 @@ where
             steps += 1;
         }
         None
+    }
+
+    /// Checks the policy's internal structures for consistency (request
+    /// trees, FIFOs, merge hash, service-tree heaps, weight sums and
+    /// counts). O(n + m): meant for tests and fuzzing, not the I/O path.
+    /// Returns a description of the first inconsistency found.
+    pub fn check_invariants(&self) -> Result<(), &'static str> {
+        let reqs = self.reqs.as_ref();
+        let qs = self.qs.as_ref();
+        let s = &self.st;
+        let n = reqs.len();
+        let key = |i: u32| (reqs[i as usize].sector, i);
+        let mut total_queued = 0u64;
+        let mut total_dispatched = 0u64;
+        let mut total_at_head = 0u64;
+        let mut wsum = [0u64; PrioClass::COUNT];
+        let mut busy = 0u32;
+        for (qi, slot) in qs.iter().enumerate() {
+            let q = &slot.q;
+            let qi = qi as u32;
+            // In-order walk of the treap.
+            let mut count = 0u32;
+            let mut x = q.root;
+            if x != NIL && reqs[x as usize].parent != NIL {
+                return Err("treap root has a parent");
+            }
+            while x != NIL && reqs[x as usize].left != NIL {
+                x = reqs[x as usize].left;
+            }
+            let mut prev = NIL;
+            while x != NIL {
+                count += 1;
+                if count as usize > n {
+                    return Err("treap cycle");
+                }
+                let r = &reqs[x as usize];
+                if r.state != RqState::Queued || r.queue != qi {
+                    return Err("treap node not queued in this queue");
+                }
+                for c in [r.left, r.right] {
+                    if c != NIL {
+                        if reqs[c as usize].parent != x {
+                            return Err("treap parent link");
+                        }
+                        if reqs[c as usize].tprio < r.tprio {
+                            return Err("treap heap order");
+                        }
+                    }
+                }
+                if prev != NIL && key(prev) >= key(x) {
+                    return Err("treap key order");
+                }
+                prev = x;
+                // successor
+                if r.right != NIL {
+                    x = r.right;
+                    while reqs[x as usize].left != NIL {
+                        x = reqs[x as usize].left;
+                    }
+                } else {
+                    let mut y = x;
+                    loop {
+                        let p = reqs[y as usize].parent;
+                        if p == NIL || reqs[p as usize].left == y {
+                            x = p;
+                            break;
+                        }
+                        y = p;
+                    }
+                }
+            }
+            if count != q.queued {
+                return Err("queue count differs from its tree");
+            }
+            let mut fifo = 0u32;
+            for d in 0..2 {
+                let mut x = q.fifo_head[d];
+                let mut last = NIL;
+                while x != NIL {
+                    fifo += 1;
+                    if fifo > q.queued {
+                        return Err("fifo longer than the queue");
+                    }
+                    let r = &reqs[x as usize];
+                    if r.state != RqState::Queued || r.queue != qi || usize::from(r.sync) != d {
+                        return Err("fifo node misplaced");
+                    }
+                    if r.fprev != last {
+                        return Err("fifo back link");
+                    }
+                    last = x;
+                    x = r.fnext;
+                }
+                if q.fifo_tail[d] != last {
+                    return Err("fifo tail");
+                }
+            }
+            if fifo != q.queued {
+                return Err("fifo count");
+            }
+            if (q.next_rq == NIL) != (q.queued == 0) {
+                return Err("next_rq vs queued");
+            }
+            if q.next_rq != NIL {
+                let r = &reqs[q.next_rq as usize];
+                if r.state != RqState::Queued || r.queue != qi {
+                    return Err("next_rq not in queue");
+                }
+            }
+            if !q.used && (q.queued > 0 || q.dispatched > 0 || q.at_head > 0 || q.busy) {
+                return Err("free slot with requests");
+            }
+            if q.queued > 0 && !q.busy {
+                return Err("queue with requests not busy");
+            }
+            if q.busy {
+                busy += 1;
+                wsum[q.class.index()] += q.weight as u64;
+                if s.in_service == qi {
+                    if q.heap_id != NO_HEAP {
+                        return Err("in-service queue in a heap");
+                    }
+                } else {
+                    if q.queued == 0 {
+                        return Err("empty queue waiting in a heap");
+                    }
+                    let h = q.heap_id as usize;
+                    if q.heap_id == NO_HEAP || h / 2 != q.class.index() {
+                        return Err("busy queue not in its class heap");
+                    }
+                    if q.heap_pos >= s.heap_len[h] || qs[q.heap_pos as usize].heap[h] != qi {
+                        return Err("heap position");
+                    }
+                }
+            } else if q.heap_id != NO_HEAP {
+                return Err("idle queue in a heap");
+            }
+            total_queued += q.queued as u64;
+            total_at_head += q.at_head as u64;
+            total_dispatched += q.dispatched as u64;
+        }
+        if total_queued != s.queued as u64 {
+            return Err("total queued");
+        }
+        if wsum != s.wsum {
+            return Err("weight sums");
+        }
+        if busy != s.busy_queues {
+            return Err("busy count");
+        }
+        for h in 0..HEAPS {
+            let len = s.heap_len[h];
+            for pos in 1..len {
+                let (a, b) = (
+                    qs[((pos - 1) / 2) as usize].heap[h],
+                    qs[pos as usize].heap[h],
+                );
+                let ka = if h & 1 == 0 {
+                    qs[a as usize].q.finish
+                } else {
+                    qs[a as usize].q.start
+                };
+                let kb = if h & 1 == 0 {
+                    qs[b as usize].q.finish
+                } else {
+                    qs[b as usize].q.start
+                };
+                if vt_gt(ka, kb) {
+                    return Err("heap order");
+                }
+            }
+        }
+        if s.in_service != NIL && !qs[s.in_service as usize].q.busy {
+            return Err("in-service queue not busy");
+        }
+        if s.wait_request && s.in_service == NIL {
+            return Err("idling without a queue");
+        }
+        let mut at_head = 0u32;
+        let mut inflight = 0u64;
+        let mut hashed = 0u64;
+        for (i, r) in reqs.iter().enumerate() {
+            match r.state {
+                RqState::AtHead => at_head += 1,
+                RqState::InFlight => inflight += 1,
+                _ => {}
+            }
+            let mut x = r.hhead;
+            while x != NIL {
+                hashed += 1;
+                if hashed > n as u64 {
+                    return Err("hash cycle");
+                }
+                let rx = &reqs[x as usize];
+                if rx.state != RqState::Queued || bucket(rx.sector, n) != i {
+                    return Err("hash entry misplaced");
+                }
+                x = rx.hnext;
+            }
+        }
+        if hashed != s.queued as u64 {
+            return Err("hash count");
+        }
+        if at_head != s.disp_len || at_head as u64 != total_at_head {
+            return Err("at-head count");
+        }
+        if inflight != s.in_driver as u64 {
+            return Err("in-flight count");
+        }
+        if total_dispatched != inflight {
+            return Err("per-queue in-flight counts");
+        }
+        Ok(())
     }
 
     fn ctx(&mut self) -> Ctx<'_> {
@@ -1626,6 +1841,7 @@ impl Ctx<'_> {
         if q.used
             && q.exited
             && q.queued == 0
+            && q.at_head == 0
             && q.dispatched == 0
             && !q.busy
             && q.heap_id == NO_HEAP
@@ -1691,11 +1907,11 @@ impl Ctx<'_> {
                 update = true;
             } else {
                 let s = &mut *self.s;
-                s.peak_rate_samples += 1;
+                s.peak_rate_samples = s.peak_rate_samples.saturating_add(1);
                 let dist = sector.abs_diff(s.last_position);
                 let seeky = dist > SEEK_THR && (!s.nonrot || sectors < SECT_THR_NONROT);
                 if (s.in_driver > 0 || now.saturating_sub(s.last_completion) < MIN_TT) && !seeky {
-                    s.sequential_samples += 1;
+                    s.sequential_samples = s.sequential_samples.saturating_add(1);
                 }
                 s.tot_sectors_dispatched = s.tot_sectors_dispatched.saturating_add(sectors as u64);
                 if s.peak_rate_samples & 31 != 0 {
@@ -1847,6 +2063,7 @@ impl Ctx<'_> {
         if at_head {
             self.rqm(x).state = RqState::AtHead;
             self.disp_push(x);
+            self.qm(qi).at_head += 1;
             return;
         }
         self.rqm(x).state = RqState::Queued;
@@ -1980,7 +2197,9 @@ impl Ctx<'_> {
             self.s.in_driver += 1;
             let qi = self.rq(h).queue;
             if (qi as usize) < self.qs.len() {
-                self.qm(qi).dispatched += 1;
+                let q = self.qm(qi);
+                q.dispatched += 1;
+                q.at_head = q.at_head.saturating_sub(1);
             }
             return Dispatch::Request(h as Tag);
         }
@@ -1995,13 +2214,16 @@ impl Ctx<'_> {
         // its budget, so three passes suffice.
         for _ in 0..3 {
             let mut qi = self.s.in_service;
-            if qi == NIL {
+            let fresh = qi == NIL;
+            if fresh {
                 qi = self.set_in_service(now);
                 if qi == NIL {
                     return Dispatch::Empty;
                 }
             }
-            if self.may_expire_for_budget_timeout(qi, now) && !self.must_idle(qi) {
+            // As in bfq_select_queue, a queue just put in service goes
+            // straight to its first request.
+            if !fresh && self.may_expire_for_budget_timeout(qi, now) && !self.must_idle(qi) {
                 self.expire(qi, Expiration::BudgetTimeout, false, now);
                 continue;
             }
@@ -2067,44 +2289,49 @@ impl Ctx<'_> {
             return;
         }
         let (a, b) = (into as u32, next as u32);
-        match self.rq(b).state {
-            RqState::Queued => {}
+        let (ra, rb) = (*self.rq(a), *self.rq(b));
+        if !matches!(rb.state, RqState::Queued | RqState::AtHead) {
+            return;
+        }
+        // `into` now covers both.
+        let start = ra.sector.min(rb.sector);
+        let end = ra.end_sat().max(rb.end_sat());
+        let len = end.saturating_sub(start).min(u32::MAX as u64) as u32;
+        match ra.state {
+            RqState::Queued => {
+                let qa = ra.queue;
+                if rb.state == RqState::Queued
+                    && qa == rb.queue
+                    && ra.sync == rb.sync
+                    && rb.fifo_time < ra.fifo_time
+                {
+                    // bfq_requests_merged: keep the earlier deadline.
+                    let d = usize::from(ra.sync);
+                    self.fifo_remove(qa, d, a);
+                    self.fifo_replace(qa, d, b, a);
+                    self.rqm(a).fifo_time = rb.fifo_time;
+                }
+                if self.q(qa).next_rq == b {
+                    self.qm(qa).next_rq = a;
+                }
+                if start != ra.sector || len != ra.sectors {
+                    self.front_merged(into, start, len);
+                }
+            }
             RqState::AtHead => {
-                self.disp_remove(b);
-                self.rqm(b).state = RqState::Free;
-                return;
+                self.rqm(a).sector = start;
+                self.rqm(a).sectors = len;
             }
-            _ => return,
+            _ => {}
         }
-        let qb = self.rq(b).queue;
-        if self.rq(a).state == RqState::Queued {
-            let qa = self.rq(a).queue;
-            let (ra, rb) = (*self.rq(a), *self.rq(b));
-            if qa == qb && ra.sync == rb.sync && rb.fifo_time < ra.fifo_time {
-                let d = usize::from(ra.sync);
-                self.fifo_remove(qa, d, a);
-                self.fifo_replace(qa, d, b, a);
-                self.rqm(a).fifo_time = rb.fifo_time;
-            }
-            if self.q(qa).next_rq == b && qa == qb {
-                self.qm(qa).next_rq = a;
-            }
-            // `into` now covers both.
-            let start = ra.sector.min(rb.sector);
-            let end = ra.end_sat().max(rb.end_sat());
-            let len = end.saturating_sub(start).min(u32::MAX as u64) as u32;
-            if start != ra.sector || len != ra.sectors {
-                self.front_merged(into, start, len);
-            }
-        } else if self.rq(a).state == RqState::AtHead {
-            let ra = *self.rq(a);
-            let rb = *self.rq(b);
-            let start = ra.sector.min(rb.sector);
-            let end = ra.end_sat().max(rb.end_sat());
-            self.rqm(a).sector = start;
-            self.rqm(a).sectors = end.saturating_sub(start).min(u32::MAX as u64) as u32;
+        let qb = rb.queue;
+        if rb.state == RqState::AtHead {
+            self.disp_remove(b);
+            let q = self.qm(qb);
+            q.at_head = q.at_head.saturating_sub(1);
+        } else {
+            self.remove_queued(b, now);
         }
-        self.remove_queued(b, now);
         self.rqm(b).state = RqState::Free;
         self.maybe_release(qb);
     }

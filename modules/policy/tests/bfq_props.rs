@@ -221,6 +221,9 @@ fn run_ops(n: usize, m: usize, ops: &[OpKind]) -> Result<(), TestCaseError> {
                 b.requests_merged(t, 0);
             }
         }
+        if let Err(e) = b.check_invariants() {
+            prop_assert!(false, "invariant broken after {:?}: {}", op, e);
+        }
         let queued = model.iter().filter(|s| **s == M::Queued).count();
         prop_assert_eq!(b.queued(), queued, "queued count after {:?}", op);
         prop_assert_eq!(b.has_work(), queued > 0);
@@ -254,6 +257,7 @@ fn run_ops(n: usize, m: usize, ops: &[OpKind]) -> Result<(), TestCaseError> {
             Dispatch::Empty => prop_assert!(false, "stalled with work queued"),
         }
     }
+    prop_assert_eq!(b.check_invariants(), Ok(()));
     prop_assert!(model.iter().all(|s| *s == M::Free));
     prop_assert_eq!(inserted, gone);
     prop_assert_eq!(b.queued(), 0);

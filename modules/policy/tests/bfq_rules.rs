@@ -805,3 +805,29 @@ fn empty_scheduler_dispatches_nothing() {
     assert_eq!(b.dispatch(0), Dispatch::Empty);
     assert_eq!(b.queued(), 0);
 }
+
+#[test]
+fn merge_of_at_head_request_extends_into() {
+    // Found by the fuzzer: `next` at head, `into` queued.
+    let mut b = plain(8, 2);
+    b.insert(0, &read(0, 100, 8), true, 0);
+    b.insert(1, &read(0, 108, 8), false, 0);
+    b.requests_merged(1, 0);
+    assert_eq!(b.queued(), 1);
+    let probe = MergeProbe {
+        bio_end: 100,
+        op: Op::Read,
+        prio: IoPrio::DEFAULT,
+    };
+    assert_eq!(b.front_merge_candidate(&probe), Some(1));
+    assert_eq!(b.check_invariants(), Ok(()));
+}
+
+#[test]
+fn fresh_queue_dispatches_even_at_the_end_of_time() {
+    // Found by the fuzzer: with the clock saturated, the budget timeout of
+    // a queue just put in service equals `now`; it must still dispatch.
+    let mut b = plain(8, 2);
+    b.insert(0, &write_async(0, 0, 8), false, u64::MAX);
+    assert_eq!(b.dispatch(u64::MAX), Dispatch::Request(0));
+}
