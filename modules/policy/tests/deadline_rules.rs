@@ -596,3 +596,29 @@ fn capacity_is_storage_length() {
     a.insert(1, &read(0), false, 0);
     assert_eq!(a.dispatch(0), Dispatch::Request(1));
 }
+
+#[test]
+fn at_head_dispatch_moves_the_batch_position() {
+    let mut d = dd(8);
+    d.insert(0, &read(100), false, 0);
+    d.insert(1, &read(300), false, 0);
+    d.insert(2, &read(200), true, 0);
+    // C's dd_start_request() records the at-head request's position too,
+    // so the read batch goes on from sector 200, not from the start.
+    assert_eq!(take(&mut d, 1, 0), [2]);
+    assert_eq!(d.next_request(PrioClass::BestEffort, Op::Read), Some(1));
+    assert_eq!(drain(&mut d, 0), [1, 0]);
+}
+
+#[test]
+fn lowered_expire_delays_queued_requests_like_c() {
+    // C derives a request's start time from its deadline and the current
+    // expire (started_after()): lowering read_expire makes queued reads
+    // look younger, and dispatch returns nothing until that start passes.
+    let mut d = dd(8);
+    d.insert(0, &read(100), false, 0);
+    set(&mut d, "read_expire", "100");
+    assert_eq!(d.dispatch(399 * MS), Dispatch::Empty);
+    assert!(d.has_work());
+    assert_eq!(d.dispatch(400 * MS), Dispatch::Request(0));
+}
