@@ -229,8 +229,9 @@ where
     owned: [u32; LEVELS],
     /// Requests waiting in the scheduler.
     queued: usize,
-    /// Treap priority generator state (xorshift32).
-    rng: u32,
+    /// Treap priority generator state (a splitmix64 counter, with the
+    /// caller's clock mixed in so the shapes are hard to predict).
+    rng: u64,
     fifo_expire: [Nanos; DIRS],
     fifo_batch: u32,
     writes_starved: u32,
@@ -286,7 +287,7 @@ where
             starved: 0,
             owned: [0; LEVELS],
             queued: 0,
-            rng: 0x9E37_79B9,
+            rng: 0x9E37_79B9_7F4A_7C15,
             fifo_expire: [
                 Self::DEFAULT_READ_EXPIRE_MS as Nanos * NSEC_PER_MSEC,
                 Self::DEFAULT_WRITE_EXPIRE_MS as Nanos * NSEC_PER_MSEC,
@@ -562,12 +563,11 @@ where
     }
 
     fn next_heap(&mut self) -> u32 {
-        let mut x = self.rng;
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        self.rng = x;
-        x
+        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        ((z ^ (z >> 31)) >> 32) as u32
     }
 
     fn tree_insert(&mut self, tree: usize, x: u32) {
@@ -904,6 +904,7 @@ where
             s.fifo_time = now;
             self.list_insert_after(ListId::Dispatch, NIL, x);
         } else {
+            self.rng ^= now;
             let dir = desc.op.dir();
             let expire = self.fifo_expire[dir];
             let s = self.at_mut(x);
