@@ -216,7 +216,12 @@ fn check(d: &Dd, m: &Model) -> Result<(), TestCaseError> {
 /// Runs one dispatch and checks it against the model.
 fn dispatch(d: &mut Dd, m: &mut Model) -> Result<Option<usize>, TestCaseError> {
     let queued = m.queued();
-    match d.dispatch(m.now) {
+    let got = d.dispatch(m.now);
+    if queued == 0 {
+        // Nothing comes out of an empty scheduler.
+        prop_assert_eq!(got, Dispatch::Empty);
+    }
+    match got {
         Dispatch::Request(t) => {
             prop_assert!(t < m.reqs.len());
             let r = m.reqs[t];

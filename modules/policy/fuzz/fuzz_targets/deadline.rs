@@ -170,7 +170,11 @@ fn check(d: &Deadline<Vec<Slot>>, m: &Model) {
 
 fn dispatch(d: &mut Deadline<Vec<Slot>>, m: &mut Model) -> Option<usize> {
     let queued = m.queued();
-    match d.dispatch(m.now) {
+    let got = d.dispatch(m.now);
+    if queued == 0 {
+        assert_eq!(got, Dispatch::Empty, "dispatch from an empty scheduler");
+    }
+    match got {
         Dispatch::Request(t) => {
             assert!(t < m.reqs.len());
             let r = m.reqs[t];
