@@ -340,6 +340,7 @@ struct State {
     wsum: [u64; PrioClass::COUNT],
     heap_len: [u32; HEAPS],
     busy_queues: u32,
+    wr_busy_queues: u32,
     disp_head: u32,
     disp_tail: u32,
     disp_len: u32,
@@ -385,6 +386,7 @@ impl State {
             wsum: [0; PrioClass::COUNT],
             heap_len: [0; HEAPS],
             busy_queues: 0,
+            wr_busy_queues: 0,
             disp_head: NIL,
             disp_tail: NIL,
             disp_len: 0,
@@ -681,6 +683,7 @@ where
         let mut total_at_head = 0u64;
         let mut wsum = [0u64; PrioClass::COUNT];
         let mut busy = 0u32;
+        let mut wr_busy = 0u32;
         for (qi, slot) in qs.iter().enumerate() {
             let q = &slot.q;
             let qi = qi as u32;
@@ -781,6 +784,9 @@ where
             }
             if q.busy {
                 busy += 1;
+                if q.wr_coeff > 1 {
+                    wr_busy += 1;
+                }
                 wsum[q.class.index()] += q.weight as u64;
                 if s.in_service == qi {
                     if q.heap_id != NO_HEAP {
@@ -813,6 +819,9 @@ where
         }
         if busy != s.busy_queues {
             return Err("busy count");
+        }
+        if wr_busy != s.wr_busy_queues {
+            return Err("weight-raised busy count");
         }
         for h in 0..HEAPS {
             let len = s.heap_len[h];
@@ -1383,6 +1392,9 @@ impl Ctx<'_> {
         q.finish_valid = true;
         q.busy = true;
         let w = q.weight as u64;
+        if q.wr_coeff > 1 {
+            self.s.wr_busy_queues += 1;
+        }
         self.s.wsum[c] = self.s.wsum[c].saturating_add(w);
         self.s.busy_queues += 1;
         self.enqueue_entity(qi);
@@ -1398,6 +1410,9 @@ impl Ctx<'_> {
         let in_service = self.s.in_service == qi;
         let q = &mut self.qs[qi as usize].q;
         let (c, w) = (q.class.index(), q.weight as u64);
+        if q.wr_coeff > 1 {
+            self.s.wr_busy_queues = self.s.wr_busy_queues.saturating_sub(1);
+        }
         if in_service {
             q.finish = q.start.wrapping_add(vt_delta(q.service, q.weight));
             self.s.in_service = NIL;
@@ -1548,6 +1563,9 @@ impl Ctx<'_> {
 
     fn end_wr(&mut self, qi: u32, now: Nanos) {
         let ow = self.q(qi).orig_weight;
+        if self.q(qi).busy && self.q(qi).wr_coeff > 1 {
+            self.s.wr_busy_queues = self.s.wr_busy_queues.saturating_sub(1);
+        }
         let q = self.qm(qi);
         q.wr_coeff = 1;
         q.wr_cur_max_time = 0;
@@ -2387,6 +2405,24 @@ where
         // clock available here, and only the FIFO check looks at it.
         let now = self.st.last_dispatch;
         self.ctx().requests_merged(into, next, now);
+    }
+
+    /// BFQ's `bfq_limit_depth`: sync reads get the full depth; async
+    /// requests get half of the scheduler tags (3/16 while weight-raised
+    /// queues are busy), sync writes three quarters (6/16).
+    fn async_depth_limit(&self, op: Op, sync: bool) -> Option<u32> {
+        if sync && op.is_read() {
+            return None;
+        }
+        let n = self.reqs.as_ref().len().min(u32::MAX as usize) as u64;
+        let wr = self.st.wr_busy_queues > 0;
+        let limit = match (wr, sync) {
+            (false, false) => n >> 1,
+            (false, true) => (n * 3) >> 2,
+            (true, false) => (n * 3) >> 4,
+            (true, true) => (n * 6) >> 4,
+        };
+        Some(limit.max(1) as u32)
     }
 
     fn tunables(&self) -> &'static [&'static str] {

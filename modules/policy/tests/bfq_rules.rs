@@ -831,3 +831,19 @@ fn fresh_queue_dispatches_even_at_the_end_of_time() {
     b.insert(0, &write_async(0, 0, 8), false, u64::MAX);
     assert_eq!(b.dispatch(u64::MAX), Dispatch::Request(0));
 }
+
+#[test]
+fn async_depth_is_limited_as_bfq_limit_depth() {
+    let mut b = bfq(64, 2);
+    assert_eq!(b.async_depth_limit(Op::Read, true), None);
+    assert_eq!(b.async_depth_limit(Op::Write, false), Some(32));
+    assert_eq!(b.async_depth_limit(Op::Write, true), Some(48));
+    assert_eq!(b.async_depth_limit(Op::Read, false), Some(32));
+    // A weight-raised queue is busy: tighter limits.
+    b.insert(0, &read(0, 0, 8), false, 0);
+    assert_eq!(b.issuer_info(0).wr_coeff, 30);
+    assert_eq!(b.async_depth_limit(Op::Write, false), Some(12));
+    assert_eq!(b.async_depth_limit(Op::Write, true), Some(24));
+    let tiny = bfq(1, 1);
+    assert_eq!(tiny.async_depth_limit(Op::Write, false), Some(1));
+}
