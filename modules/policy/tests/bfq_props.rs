@@ -435,7 +435,7 @@ impl Sim {
             self.dispatch_all();
             self.step();
             steps += 1;
-            if steps % 1024 == 0 {
+            if steps.is_multiple_of(1024) {
                 assert_eq!(self.b.check_invariants(), Ok(()));
             }
         }
