@@ -27,6 +27,22 @@
 //! higher or its weight larger; and tunables reject out-of-range values
 //! instead of clamping them.
 //!
+//! Using it from a kernel module:
+//!
+//! - `Bfq::new(requests, issuers)` at `init_sched`, then
+//!   [`Bfq::set_nonrotational`] with `blk_queue_nonrot()`.
+//! - Give each I/O context (`bfq_io_cq`) an issuer id from `0..m - 1` whose
+//!   [`Bfq::issuer_is_free`] holds, keep the last id (`m - 1`) as the
+//!   shared queue for contexts that found no free slot, and call
+//!   [`Bfq::issuer_exit`] from `exit_icq`; the id may be handed out again
+//!   once `issuer_is_free` says so (immediately, or when the context's
+//!   last request completes).
+//! - [`Dispatch::IdleUntil`] means "arm a timer and run the queue again
+//!   then (or when a request arrives)"; an idle slice that ran out is also
+//!   noticed by the next insert, dispatch or completion.
+//! - [`Policy::async_depth_limit`] implements `limit_depth`.
+//! - [`Bfq::check_invariants`] is O(n + m), for tests and debugging only.
+//!
 //! Storage is handed in: `n` [`ReqSlot`]s (request tags `0..n`) and `m`
 //! [`IssuerSlot`]s (issuer ids `0..m`). An issuer id out of range is
 //! served by the last slot, which callers should therefore keep as a
@@ -1963,8 +1979,9 @@ impl Ctx<'_> {
         q.soft_rt_next_start = now;
     }
 
-    /// `bfq_bfqq_handle_idle_busy_switch`.
-    fn idle_busy_switch(&mut self, qi: u32, now: Nanos) {
+    /// `bfq_bfqq_handle_idle_busy_switch`; tells whether the queue
+    /// counted as interactive.
+    fn idle_busy_switch(&mut self, qi: u32, now: Nanos) -> bool {
         if self.q(qi).prio_changed {
             let p = self.q(qi).new_prio;
             self.apply_prio(qi, p);
@@ -2033,11 +2050,12 @@ impl Ctx<'_> {
 
         let is = self.s.in_service;
         if is != NIL && is != qi {
-            let (a, b) = (*self.q(qi), *self.q(is));
+            let (a, b) = (self.q(qi), self.q(is));
             if a.class < b.class || a.weight > b.weight {
                 self.expire(is, Expiration::Preempted, false, now);
             }
         }
+        interactive
     }
 
     /// The idle slice timer, run lazily: an idle slice that ran out
@@ -2115,8 +2133,10 @@ impl Ctx<'_> {
         let prev = self.q(qi).next_rq;
         let next = self.choose_req(prev, x, self.s.last_position);
         self.qm(qi).next_rq = next;
+        let old_wr = self.q(qi).wr_coeff;
+        let mut interactive = false;
         if !self.q(qi).busy {
-            self.idle_busy_switch(qi, now);
+            interactive = self.idle_busy_switch(qi, now);
         } else {
             if prev != next {
                 self.updated_next_req(qi);
@@ -2125,6 +2145,9 @@ impl Ctx<'_> {
                 // A request of the in-service queue ends the idling.
                 self.s.wait_request = false;
             }
+        }
+        if self.s.low_latency && (old_wr == 1 || self.q(qi).wr_coeff == 1 || interactive) {
+            self.qm(qi).last_wr_start_finish = now;
         }
     }
 
