@@ -156,6 +156,9 @@ fn budget_timeout_expires_queue() {
     let t = tag_of(b.dispatch(130 * MS));
     assert!(t >= 20, "budget timeout must switch queues");
     assert_eq!(b.in_service(), Some(1));
+    // As in BFQ, a timed-out sync queue gets a doubled budget (capped at
+    // the device maximum) and is charged for the time it held the device.
+    assert_eq!(b.issuer_info(0).max_budget, 16384);
 }
 
 #[test]
