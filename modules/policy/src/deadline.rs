@@ -7,7 +7,8 @@
 //! every structure is intrusive and index based, so nothing allocates:
 //!
 //! * per priority level (RT, BE, IDLE) and direction (read, write) a sort
-//!   tree keyed by `(sector, tag)` (a treap with parent links and
+//!   tree keyed by sector, equal sectors in the order they entered the
+//!   tree, as C's `elv_rb_add()` puts them (a treap with parent links and
 //!   pseudo-random heap priorities: insert and lookups in expected
 //!   O(log n), removal in expected O(1) plus the successor walk) and a
 //!   FIFO in insertion order carrying each request's deadline;
@@ -95,15 +96,17 @@ enum State {
 /// [`Deadline::new`].
 #[derive(Clone, Copy, Debug)]
 pub struct Slot {
-    /// Start sector (the sort key, with the tag).
+    /// Start sector (the sort key).
     sector: Sector,
+    /// When it entered its sort tree (the sort key's tie-breaker).
+    seq: u32,
     /// Deadline (C's `fifo_time`); the insertion time for at-head requests.
     fifo_time: Nanos,
     /// Sort tree links: left and right child, parent.
     child: [u32; 2],
     parent: u32,
     /// Treap heap priority.
-    heap: u32,
+    heap: u16,
     /// FIFO / dispatch list links.
     prev: u32,
     next: u32,
@@ -121,6 +124,7 @@ impl Default for Slot {
     fn default() -> Self {
         Slot {
             sector: 0,
+            seq: 0,
             fifo_time: 0,
             child: [NIL; 2],
             parent: NIL,
@@ -178,14 +182,17 @@ enum ListId {
 #[derive(Clone, Copy)]
 struct Key {
     sector: Sector,
-    tag: u32,
+    seq: u32,
 }
 
 impl Key {
     /// Whether `self` sorts after `other`, without branches (and without
-    /// 128-bit arithmetic, which some kernel targets lack).
+    /// 128-bit arithmetic, which some kernel targets lack). Sequence
+    /// numbers compare with wrap-around, like jiffies: requests queued
+    /// together are far less than 2^31 insertions apart.
     fn gt(self, other: Key) -> bool {
-        (self.sector > other.sector) | ((self.sector == other.sector) & (self.tag > other.tag))
+        let later = (self.seq.wrapping_sub(other.seq) as i32) > 0;
+        (self.sector > other.sector) | ((self.sector == other.sector) & later)
     }
 }
 
@@ -229,6 +236,8 @@ where
     owned: [u32; LEVELS],
     /// Requests waiting in the scheduler.
     queued: usize,
+    /// Sort tree insertions so far: the next request's `seq`.
+    seq: u32,
     /// Treap priority generator state (a splitmix64 counter, with the
     /// caller's clock mixed in so the shapes are hard to predict).
     rng: u64,
@@ -287,6 +296,7 @@ where
             starved: 0,
             owned: [0; LEVELS],
             queued: 0,
+            seq: 0,
             rng: 0x9E37_79B9_7F4A_7C15,
             fifo_expire: [
                 Self::DEFAULT_READ_EXPIRE_MS as Nanos * NSEC_PER_MSEC,
@@ -507,7 +517,7 @@ where
         }
     }
 
-    // ---- sort trees (treaps keyed by (sector, tag)) ------------------
+    // ---- sort trees (treaps keyed by (sector, seq)) ------------------
     //
     // Children are indexed by side (`LEFT`, `RIGHT`) so that a descent
     // picks the side from a comparison instead of branching on it.
@@ -556,29 +566,33 @@ where
 
     /// The sort key: sector, then tag.
     fn key(&self, n: u32) -> Key {
+        let s = self.at(n);
         Key {
-            sector: self.at(n).sector,
-            tag: n,
+            sector: s.sector,
+            seq: s.seq,
         }
     }
 
-    fn next_heap(&mut self) -> u32 {
+    fn next_heap(&mut self) -> u16 {
         self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.rng;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        ((z ^ (z >> 31)) >> 32) as u32
+        ((z ^ (z >> 31)) >> 48) as u16
     }
 
     fn tree_insert(&mut self, tree: usize, x: u32) {
         let heap = self.next_heap();
-        let key = self.key(x);
+        let seq = self.seq;
+        self.seq = seq.wrapping_add(1);
         {
             let s = self.at_mut(x);
+            s.seq = seq;
             s.heap = heap;
             s.child = [NIL; 2];
             s.parent = NIL;
         }
+        let key = self.key(x);
         // Descend to where x's heap priority puts it.
         let mut link = Link::Root(tree);
         let mut cur = self.link(link);
@@ -966,9 +980,10 @@ where
 
     /// C's `dd_request_merge()`: with `front_merges` on, the sorted
     /// request of the bio's class and direction that starts where the bio
-    /// ends, if its operation and priority match the bio's (only the
-    /// first request at that sector is considered, as `elv_rb_find()`
-    /// finds one). Flushes never merge.
+    /// ends, if its operation and priority match the bio's. Like
+    /// `elv_rb_find()`, only one request at that sector is considered:
+    /// here the one that entered the tree first (C takes whichever its
+    /// red-black tree search meets first). Flushes never merge.
     fn front_merge_candidate(&self, probe: &MergeProbe) -> Option<Tag> {
         if !self.front_merges || probe.op == Op::Flush {
             return None;

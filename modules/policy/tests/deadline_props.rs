@@ -121,6 +121,8 @@ struct Req {
     /// The level that owns it (class at first insertion).
     owner: usize,
     fifo_time: Nanos,
+    /// Order of entry into its sort tree (equal sectors sort by it).
+    seq: u64,
 }
 
 struct Model {
@@ -134,6 +136,8 @@ struct Model {
     expire_lowered: bool,
     now: Nanos,
     fresh_inserts: u64,
+    /// Sort tree entries so far.
+    seq: u64,
     completed: u64,
     merged: u64,
 }
@@ -147,6 +151,7 @@ impl Model {
                     desc: RequestDesc::default(),
                     owner: 0,
                     fifo_time: 0,
+                    seq: 0,
                 };
                 cap
             ],
@@ -155,6 +160,7 @@ impl Model {
             expire_lowered: false,
             now,
             fresh_inserts: 0,
+            seq: 0,
             completed: 0,
             merged: 0,
         }
@@ -309,7 +315,9 @@ fn run(cap: usize, start: Nanos, steps: Vec<Step>) -> Result<(), TestCaseError> 
                     desc,
                     owner: class.index(),
                     fifo_time,
+                    seq: m.seq,
                 };
+                m.seq += 1;
             }
             Step::Dispatch => {
                 dispatch(&mut d, &mut m)?;
@@ -349,16 +357,18 @@ fn run(cap: usize, start: Nanos, steps: Vec<Step>) -> Result<(), TestCaseError> 
                     },
                     (None, None) => continue,
                 };
-                // The model's answer: the first sorted request (lowest
-                // tag) of the probe's queue starting at bio_end, if its op
-                // and prio match.
-                let first = (0..cap).find(|&t| {
-                    let r = &m.reqs[t];
-                    r.st == St::Sorted
-                        && r.desc.sector == probe.bio_end
-                        && r.desc.prio.class == probe.prio.class
-                        && r.desc.op.dir() == probe.op.dir()
-                });
+                // The model's answer: the sorted request of the probe's
+                // queue starting at bio_end that entered its tree first,
+                // if its op and prio match.
+                let first = (0..cap)
+                    .filter(|&t| {
+                        let r = &m.reqs[t];
+                        r.st == St::Sorted
+                            && r.desc.sector == probe.bio_end
+                            && r.desc.prio.class == probe.prio.class
+                            && r.desc.op.dir() == probe.op.dir()
+                    })
+                    .min_by_key(|&t| m.reqs[t].seq);
                 let expect = first.filter(|&t| {
                     let r = &m.reqs[t];
                     m.tun[3] == 1
@@ -373,6 +383,8 @@ fn run(cap: usize, start: Nanos, steps: Vec<Step>) -> Result<(), TestCaseError> 
                     r.sector = r.sector.saturating_sub(grow as Sector);
                     r.sectors = r.sectors.saturating_add(grow);
                     d.front_merged(t, r.sector, r.sectors);
+                    m.reqs[t].seq = m.seq;
+                    m.seq += 1;
                 }
             }
             Step::MergeRequests(a, b) => {

@@ -622,3 +622,18 @@ fn lowered_expire_delays_queued_requests_like_c() {
     assert!(d.has_work());
     assert_eq!(d.dispatch(400 * MS), Dispatch::Request(0));
 }
+
+#[test]
+fn equal_sectors_go_in_insertion_order() {
+    // elv_rb_add() puts an equal sector to the right: the earlier request
+    // comes first, whatever the tags.
+    let mut d = dd(8);
+    for t in [3, 1, 2] {
+        d.insert(t, &read(64), false, 0);
+    }
+    // A front merge re-enters the tree, behind its equals.
+    d.insert(5, &read(72), false, 0);
+    d.front_merged(5, 64, 16);
+    d.insert(4, &read(64), false, 0);
+    assert_eq!(drain(&mut d, 0), [3, 1, 2, 5, 4]);
+}

@@ -94,6 +94,8 @@ struct Req {
     desc: RequestDesc,
     owner: usize,
     fifo_time: Nanos,
+    /// Order of entry into its sort tree (equal sectors sort by it).
+    seq: u64,
 }
 
 struct Model {
@@ -105,6 +107,8 @@ struct Model {
     expire_lowered: bool,
     now: Nanos,
     fresh: u64,
+    /// Sort tree entries so far.
+    seq: u64,
     gone: u64,
 }
 
@@ -225,6 +229,7 @@ fuzz_target!(|input: Input| {
                 desc: RequestDesc::default(),
                 owner: 0,
                 fifo_time: 0,
+                seq: 0,
             };
             cap
         ],
@@ -235,6 +240,7 @@ fuzz_target!(|input: Input| {
         expire_lowered: false,
         now: input.start,
         fresh: 0,
+        seq: 0,
         gone: 0,
     };
     // Simple mode: the read FIFO (tag, deadline) and the number of
@@ -305,7 +311,9 @@ fuzz_target!(|input: Input| {
                     desc,
                     owner: class.index(),
                     fifo_time,
+                    seq: m.seq,
                 };
+                m.seq += 1;
                 if input.simple && op == Op::Read {
                     fifo.push_back((t, fifo_time));
                 }
@@ -365,13 +373,15 @@ fuzz_target!(|input: Input| {
                     },
                     (None, None) => continue,
                 };
-                let first = (0..cap).find(|&t| {
-                    let r = &m.reqs[t];
-                    r.st == St::Sorted
-                        && r.desc.sector == probe.bio_end
-                        && r.desc.prio.class == probe.prio.class
-                        && r.desc.op.dir() == probe.op.dir()
-                });
+                let first = (0..cap)
+                    .filter(|&t| {
+                        let r = &m.reqs[t];
+                        r.st == St::Sorted
+                            && r.desc.sector == probe.bio_end
+                            && r.desc.prio.class == probe.prio.class
+                            && r.desc.op.dir() == probe.op.dir()
+                    })
+                    .min_by_key(|&t| m.reqs[t].seq);
                 let expect = first.filter(|&t| {
                     let r = &m.reqs[t];
                     m.front_merges
@@ -386,6 +396,8 @@ fuzz_target!(|input: Input| {
                     r.sector = r.sector.saturating_sub(u64::from(grow));
                     r.sectors = r.sectors.saturating_add(u32::from(grow));
                     d.front_merged(t, r.sector, r.sectors);
+                    m.reqs[t].seq = m.seq;
+                    m.seq += 1;
                 }
             }
             FuzzOp::MergeRequests(a, b) => {
