@@ -22,9 +22,13 @@
 //! requests of one issuer share that issuer's queue (async requests are
 //! charged three times their size, as BFQ charges async queues), the queue
 //! counting as sync when its latest request was sync; the idle class is
-//! served strictly after the others (no anti-starvation timeout); a
-//! newly busy queue preempts the in-service one only when its class is
-//! higher or its weight larger; and tunables reject out-of-range values
+//! served strictly after the others (no anti-starvation timeout); idling
+//! is simplified to "every sync queue of a live issuer, unless
+//! `slice_idle` is 0" (no throughput heuristics for fast or queueing
+//! devices); a newly busy queue preempts the in-service one when its class
+//! is higher, its weight larger, or it comes back in time with budget
+//! left (`next_queue_may_preempt` is not modelled); async queues are not
+//! weight-raised on rare arrivals; and tunables reject out-of-range values
 //! instead of clamping them.
 //!
 //! Using it from a kernel module:
@@ -234,6 +238,8 @@ struct Queue {
     heap_id: u8,
     heap_pos: u32,
     fifo_checked: bool,
+    non_blocking_wait_rq: bool,
+    last_end_request: Option<Nanos>,
     budget_timeout: Option<Nanos>,
     wr_cur_max_time: Nanos,
     last_wr_start_finish: Nanos,
@@ -280,6 +286,8 @@ impl Default for Queue {
             heap_id: NO_HEAP,
             heap_pos: 0,
             fifo_checked: false,
+            non_blocking_wait_rq: false,
+            last_end_request: None,
             budget_timeout: None,
             wr_cur_max_time: 0,
             last_wr_start_finish: 0,
@@ -1397,14 +1405,24 @@ impl Ctx<'_> {
         let c = self.q(qi).class.index();
         let v = self.s.vtime[c];
         let q = &mut self.qs[qi as usize].q;
-        let start =
-            if q.finish_valid && vt_gt(q.finish, v) && q.finish.wrapping_sub(v) < MAX_VTIME_AHEAD {
-                q.finish
-            } else {
-                v
-            };
+        // A queue back in time with budget left keeps its place
+        // (`non_blocking_wait_rq`): its timestamps are backshifted.
+        let backshifted = q.non_blocking_wait_rq && q.finish_valid && vt_gt(v, q.finish);
+        q.non_blocking_wait_rq = false;
+        let start = if backshifted
+            || (q.finish_valid && vt_gt(q.finish, v) && q.finish.wrapping_sub(v) < MAX_VTIME_AHEAD)
+        {
+            q.finish
+        } else {
+            v
+        };
         q.start = start;
         q.finish = start.wrapping_add(vt_delta(q.budget, q.weight));
+        if backshifted && vt_gt(v, q.finish) {
+            let delta = v.wrapping_sub(q.finish) / q.wr_coeff.max(1) as u64;
+            q.start = q.start.wrapping_add(delta);
+            q.finish = q.finish.wrapping_add(delta);
+        }
         q.finish_valid = true;
         q.busy = true;
         let w = q.weight as u64;
@@ -1830,7 +1848,15 @@ impl Ctx<'_> {
             qm.finish = f.wrapping_add(vt_delta(q.budget, q.weight));
             self.enqueue_entity(qi);
         }
-        self.qm(qi).service = 0;
+        if !self.q(qi).busy
+            && reason != Expiration::BudgetTimeout
+            && reason != Expiration::BudgetExhausted
+        {
+            // It may come back in time and use the rest of its budget.
+            self.qm(qi).non_blocking_wait_rq = true;
+        } else {
+            self.qm(qi).service = 0;
+        }
         self.maybe_release(qi);
     }
 
@@ -2004,10 +2030,20 @@ impl Ctx<'_> {
         } else {
             0
         };
+        let arrived_in_time = q
+            .last_end_request
+            .is_some_and(|t| now <= t.saturating_add(self.s.slice_idle.saturating_mul(3)));
+        let budget_left = q.budget.saturating_sub(q.service);
+        let wants_to_preempt = q.non_blocking_wait_rq && arrived_in_time && budget_left > 0;
         {
             let qm = self.qm(qi);
+            if wants_to_preempt {
+                qm.budget = budget_left.min(q.max_budget);
+            } else {
+                qm.budget = q.max_budget.max(c);
+                qm.non_blocking_wait_rq = false;
+            }
             qm.service = 0;
-            qm.budget = q.max_budget.max(c);
         }
 
         if self.s.low_latency {
@@ -2051,7 +2087,10 @@ impl Ctx<'_> {
         let is = self.s.in_service;
         if is != NIL && is != qi {
             let (a, b) = (self.q(qi), self.q(is));
-            if a.class < b.class || a.weight > b.weight {
+            if (wants_to_preempt && a.wr_coeff >= b.wr_coeff)
+                || a.class < b.class
+                || a.weight > b.weight
+            {
                 self.expire(is, Expiration::Preempted, false, now);
             }
         }
@@ -2180,6 +2219,7 @@ impl Ctx<'_> {
         if self.q(qi).dispatched == 0 && !self.q(qi).busy {
             self.qm(qi).budget_timeout = Some(now);
         }
+        self.qm(qi).last_end_request = Some(now);
         let delta_us = now.saturating_sub(self.s.last_completion) / NSEC_PER_USEC;
         if delta_us > MIN_TT / NSEC_PER_USEC
             && (self.s.last_rq_max_size.min(1 << 40) << RATE_SHIFT) / delta_us

@@ -850,3 +850,38 @@ fn async_depth_is_limited_as_bfq_limit_depth() {
     let tiny = bfq(1, 1);
     assert_eq!(tiny.async_depth_limit(Op::Write, false), Some(1));
 }
+
+/// Issuer 0 idles out (TooIdle at 9 ms) while issuer 1 waits with four
+/// requests; issuer 1 is put in service and dispatches one.
+fn idled_out_scenario() -> B {
+    let mut b = plain(16, 2);
+    b.insert(0, &read(0, 0, 8), false, 0);
+    assert_eq!(b.dispatch(0), Dispatch::Request(0));
+    for i in 0..4 {
+        b.insert(1 + i, &read(1, 1_000_000 + i as u64 * 8, 8), false, 0);
+    }
+    b.completed(0, MS);
+    assert_eq!(b.dispatch(MS), Dispatch::IdleUntil(9 * MS));
+    assert_eq!(b.dispatch(9 * MS), Dispatch::Request(1));
+    assert_eq!(b.in_service(), Some(1));
+    b
+}
+
+#[test]
+fn queue_back_in_time_keeps_budget_and_preempts() {
+    let mut b = idled_out_scenario();
+    // Back within 3 * slice_idle of its last completion, with budget left:
+    // it preempts and serves the rest of its budget.
+    b.insert(8, &read(0, 8, 8), false, 10 * MS);
+    assert_eq!(b.in_service(), None);
+    assert_eq!(b.dispatch(10 * MS), Dispatch::Request(8));
+    assert_eq!(b.in_service(), Some(0));
+}
+
+#[test]
+fn queue_back_late_waits_its_turn() {
+    let mut b = idled_out_scenario();
+    b.insert(8, &read(0, 8, 8), false, 40 * MS);
+    assert_eq!(b.in_service(), Some(1));
+    assert_eq!(b.dispatch(40 * MS), Dispatch::Request(2));
+}
