@@ -921,8 +921,11 @@ where
     }
 }
 
+/// The merge-hash bucket of a sector among `n` (< 2^32) buckets: a
+/// Fibonacci hash, range-reduced by multiply and shift (no division).
 fn bucket(sector: Sector, n: usize) -> usize {
-    ((sector.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) % n as u64) as usize
+    let h = sector.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
+    ((h * n as u64) >> 32) as usize
 }
 
 /// Mutable view over the storage and the state, so that helpers can touch
