@@ -632,3 +632,413 @@ proptest! {
         expired_read_bound(steps, fifo_batch, writes_starved, start, false)?;
     }
 }
+
+/// A literal, slow port of mq-deadline's dispatch logic (Linux 6.12),
+/// with plain vectors for the sort trees and FIFOs, to check the policy
+/// decision by decision.
+mod naive {
+    use super::*;
+
+    #[derive(Clone, Copy, Default)]
+    pub struct Rq {
+        pub sector: Sector,
+        pub op: Option<Op>,
+        pub prio: IoPrio,
+        pub fifo_time: Nanos,
+        /// Order of entry into the sort tree: elv_rb_add() puts equal
+        /// sectors to the right.
+        pub seq: u64,
+        pub owner: usize,
+        pub queued: bool,
+        pub busy: bool,
+    }
+
+    impl Rq {
+        fn dir(&self) -> usize {
+            self.op.map_or(0, Op::dir)
+        }
+        fn level(&self) -> usize {
+            self.prio.class.index()
+        }
+    }
+
+    pub struct Dd {
+        pub rq: Vec<Rq>,
+        sort: [Vec<usize>; 6],
+        fifo: [Vec<usize>; 6],
+        dispatch: VecDeque<usize>,
+        latest_pos: [[Sector; 2]; 3],
+        last_dir: usize,
+        batching: u32,
+        starved: u32,
+        queued: [u32; 3],
+        pub fifo_expire: [Nanos; 2],
+        pub fifo_batch: u32,
+        pub writes_starved: u32,
+        pub front_merges: bool,
+        pub prio_aging_expire: Nanos,
+        seq: u64,
+    }
+
+    impl Dd {
+        pub fn new(cap: usize) -> Self {
+            Dd {
+                rq: vec![Rq::default(); cap],
+                sort: Default::default(),
+                fifo: Default::default(),
+                dispatch: VecDeque::new(),
+                latest_pos: [[0; 2]; 3],
+                last_dir: 1,
+                batching: 0,
+                starved: 0,
+                queued: [0; 3],
+                fifo_expire: [500 * MS, 5000 * MS],
+                fifo_batch: 16,
+                writes_starved: 2,
+                front_merges: true,
+                prio_aging_expire: 10_000 * MS,
+                seq: 0,
+            }
+        }
+
+        fn q(&self, t: usize) -> usize {
+            self.rq[t].level() * 2 + self.rq[t].dir()
+        }
+
+        fn sort_add(&mut self, t: usize) {
+            self.rq[t].seq = self.seq;
+            self.seq += 1;
+            let q = self.q(t);
+            self.sort[q].push(t);
+        }
+
+        /// deadline_from_pos()
+        fn deadline_from_pos(&self, level: usize, dir: usize, pos: Sector) -> Option<usize> {
+            self.sort[level * 2 + dir]
+                .iter()
+                .copied()
+                .filter(|&t| self.rq[t].sector >= pos)
+                .min_by_key(|&t| (self.rq[t].sector, self.rq[t].seq))
+        }
+
+        /// deadline_remove_request()
+        fn remove(&mut self, t: usize) {
+            let q = self.q(t);
+            self.sort[q].retain(|&r| r != t);
+            self.fifo[q].retain(|&r| r != t);
+            self.dispatch.retain(|&r| r != t);
+            self.rq[t].queued = false;
+        }
+
+        /// dd_insert_request()
+        pub fn insert(&mut self, t: usize, desc: &RequestDesc, at_head: bool, now: Nanos) {
+            let r = &mut self.rq[t];
+            if !r.busy {
+                r.busy = true;
+                r.owner = desc.prio.class.index();
+                self.queued[r.owner] += 1;
+            }
+            r.sector = desc.sector;
+            r.op = Some(desc.op);
+            r.prio = desc.prio;
+            r.queued = true;
+            if at_head {
+                r.fifo_time = now;
+                self.dispatch.push_front(t);
+            } else {
+                r.fifo_time = now.wrapping_add(self.fifo_expire[desc.op.dir()]);
+                self.sort_add(t);
+                let q = self.q(t);
+                self.fifo[q].push(t);
+            }
+        }
+
+        /// dd_finish_request()
+        pub fn finish(&mut self, t: usize) {
+            self.rq[t].busy = false;
+            self.queued[self.rq[t].owner] -= 1;
+        }
+
+        fn start(&mut self, t: usize) -> usize {
+            self.remove(t);
+            let (level, dir) = (self.rq[t].level(), self.rq[t].dir());
+            self.latest_pos[level][dir] = self.rq[t].sector;
+            t
+        }
+
+        fn started_after(&self, t: usize, latest_start: Nanos) -> bool {
+            let start = self.rq[t]
+                .fifo_time
+                .wrapping_sub(self.fifo_expire[self.rq[t].dir()]);
+            time_after(start, latest_start)
+        }
+
+        /// __dd_dispatch_request()
+        fn dispatch_prio(
+            &mut self,
+            level: usize,
+            latest_start: Nanos,
+            now: Nanos,
+        ) -> Option<usize> {
+            let base = level * 2;
+            let mut data_dir;
+            let rq;
+            let next =
+                self.deadline_from_pos(level, self.last_dir, self.latest_pos[level][self.last_dir]);
+            if let (Some(next), true) = (next, self.batching < self.fifo_batch) {
+                rq = next;
+            } else {
+                if !self.fifo[base].is_empty() {
+                    data_dir = 0;
+                    if !self.fifo[base + 1].is_empty() {
+                        let starved = self.starved;
+                        self.starved = starved.wrapping_add(1);
+                        if starved >= self.writes_starved {
+                            self.starved = 0;
+                            data_dir = 1;
+                        }
+                    }
+                } else if !self.fifo[base + 1].is_empty() {
+                    self.starved = 0;
+                    data_dir = 1;
+                } else {
+                    return None;
+                }
+                let next =
+                    self.deadline_from_pos(level, data_dir, self.latest_pos[level][data_dir]);
+                let head = self.fifo[base + data_dir][0];
+                let expired = time_after_eq(now, self.rq[head].fifo_time);
+                rq = match next {
+                    Some(next) if !expired => next,
+                    _ => head,
+                };
+                self.last_dir = data_dir;
+                self.batching = 0;
+            }
+            if self.started_after(rq, latest_start) {
+                return None;
+            }
+            self.batching += 1;
+            Some(self.start(rq))
+        }
+
+        /// dd_dispatch_request()
+        pub fn dispatch(&mut self, now: Nanos) -> Option<usize> {
+            if let Some(t) = self.dispatch.pop_front() {
+                return Some(self.start(t));
+            }
+            if self.queued.iter().filter(|&&n| n != 0).count() >= 2 {
+                for level in 1..3 {
+                    let latest = now.wrapping_sub(self.prio_aging_expire);
+                    if let Some(t) = self.dispatch_prio(level, latest, now) {
+                        return Some(t);
+                    }
+                }
+            }
+            for level in 0..3 {
+                if let Some(t) = self.dispatch_prio(level, now, now) {
+                    return Some(t);
+                }
+                if self.queued[level] != 0 {
+                    break;
+                }
+            }
+            None
+        }
+
+        /// Whether `t` waits on the at-head dispatch list.
+        pub fn dispatch_has(&self, t: usize) -> bool {
+            self.dispatch.contains(&t)
+        }
+
+        /// dd_request_merge()
+        pub fn front_merge_candidate(&self, p: &MergeProbe) -> Option<usize> {
+            if !self.front_merges || p.op == Op::Flush {
+                return None;
+            }
+            let t = self.sort[p.prio.class.index() * 2 + p.op.dir()]
+                .iter()
+                .copied()
+                .filter(|&t| self.rq[t].sector == p.bio_end)
+                .min_by_key(|&t| self.rq[t].seq)?;
+            (self.rq[t].op == Some(p.op) && self.rq[t].prio == p.prio).then_some(t)
+        }
+
+        /// dd_request_merged(ELEVATOR_FRONT_MERGE)
+        pub fn front_merged(&mut self, t: usize, sector: Sector) {
+            let q = self.q(t);
+            self.sort[q].retain(|&r| r != t);
+            self.rq[t].sector = sector;
+            self.sort_add(t);
+        }
+
+        /// dd_merged_requests(), then the block layer frees `next`.
+        pub fn merged(&mut self, into: usize, next: usize) {
+            let (qi, qn) = (self.q(into), self.q(next));
+            let sorted = |t: usize| self.fifo[self.q(t)].contains(&t);
+            if sorted(into)
+                && sorted(next)
+                && qi == qn
+                && time_after(self.rq[into].fifo_time, self.rq[next].fifo_time)
+            {
+                let f = &mut self.fifo[qi];
+                f.retain(|&r| r != into);
+                let at = f.iter().position(|&r| r == next).unwrap();
+                f.insert(at + 1, into);
+                self.rq[into].fifo_time = self.rq[next].fifo_time;
+            }
+            self.remove(next);
+            self.finish(next);
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Diff {
+    Insert(usize, Sector, Op, PrioClass, u8, bool),
+    Dispatch,
+    Complete(usize),
+    Requeue(usize),
+    FrontMerge(usize, u32),
+    Merge(usize, usize),
+    Advance(Nanos),
+    Tune(usize, i64),
+}
+
+fn diff_step() -> impl Strategy<Value = Diff> {
+    prop_oneof![
+        10 => (any::<usize>(), prop_oneof![0..64u64, any::<u64>()], op(), class(), 0..2u8,
+               prop::bool::weighted(0.1))
+            .prop_map(|(h, s, o, c, l, a)| Diff::Insert(h, s, o, c, l, a)),
+        12 => Just(Diff::Dispatch),
+        6 => any::<usize>().prop_map(Diff::Complete),
+        1 => any::<usize>().prop_map(Diff::Requeue),
+        2 => (any::<usize>(), 0..16u32).prop_map(|(p, g)| Diff::FrontMerge(p, g)),
+        1 => (any::<usize>(), any::<usize>()).prop_map(|(a, b)| Diff::Merge(a, b)),
+        4 => prop_oneof![0..MS, 0..1_000 * MS, 0..20_000 * MS].prop_map(Diff::Advance),
+        1 => (0..7usize, 0..40i64).prop_map(|(n, v)| Diff::Tune(n, v)),
+    ]
+}
+
+fn differential(cap: usize, start: Nanos, steps: Vec<Diff>) -> Result<(), TestCaseError> {
+    let mut d: Dd = Deadline::new(vec![Slot::default(); cap]).unwrap();
+    let mut r = naive::Dd::new(cap);
+    let mut now = start;
+    let mut in_flight: Vec<usize> = Vec::new();
+    let queued = |r: &naive::Dd| (0..cap).filter(|&t| r.rq[t].queued).collect::<Vec<_>>();
+    for step in steps {
+        match step {
+            Diff::Insert(hint, sector, op, class, level, at_head) => {
+                let Some(t) = (0..cap).map(|i| (hint + i) % cap).find(|&t| !r.rq[t].busy) else {
+                    continue;
+                };
+                let desc = RequestDesc {
+                    sector,
+                    op,
+                    prio: IoPrio { class, level },
+                    ..RequestDesc::default()
+                };
+                d.insert(t, &desc, at_head, now);
+                r.insert(t, &desc, at_head, now);
+            }
+            Diff::Dispatch => {
+                let want = r.dispatch(now);
+                let got = match d.dispatch(now) {
+                    Dispatch::Request(t) => Some(t),
+                    _ => None,
+                };
+                prop_assert_eq!(got, want);
+                in_flight.extend(got);
+            }
+            Diff::Complete(n) | Diff::Requeue(n) if !in_flight.is_empty() => {
+                let t = in_flight.swap_remove(n % in_flight.len());
+                if matches!(step, Diff::Complete(_)) {
+                    d.completed(t, now);
+                    r.finish(t);
+                } else {
+                    d.requeued(t, now);
+                    let rq = r.rq[t];
+                    let desc = RequestDesc {
+                        sector: rq.sector,
+                        op: rq.op.unwrap(),
+                        prio: rq.prio,
+                        ..RequestDesc::default()
+                    };
+                    d.insert(t, &desc, true, now);
+                    r.insert(t, &desc, true, now);
+                }
+            }
+            Diff::FrontMerge(pick, grow) => {
+                let sorted: Vec<usize> = (0..cap)
+                    .filter(|&t| r.rq[t].queued && !r.dispatch_has(t))
+                    .collect();
+                if sorted.is_empty() {
+                    continue;
+                }
+                let t = sorted[pick % sorted.len()];
+                let probe = MergeProbe {
+                    bio_end: r.rq[t].sector,
+                    op: r.rq[t].op.unwrap(),
+                    prio: r.rq[t].prio,
+                };
+                let want = r.front_merge_candidate(&probe);
+                prop_assert_eq!(d.front_merge_candidate(&probe), want);
+                if let Some(t) = want {
+                    let sector = r.rq[t].sector.saturating_sub(u64::from(grow));
+                    d.front_merged(t, sector, 0);
+                    r.front_merged(t, sector);
+                }
+            }
+            Diff::Merge(a, b) => {
+                let q = queued(&r);
+                if q.len() < 2 {
+                    continue;
+                }
+                let (i, n) = (q[a % q.len()], q[b % q.len()]);
+                if i == n {
+                    continue;
+                }
+                d.requests_merged(i, n);
+                r.merged(i, n);
+            }
+            Diff::Advance(dt) => now = now.wrapping_add(dt),
+            Diff::Tune(n, v) => {
+                let v = match n {
+                    3 => v % 2,
+                    4 => 1 + v % cap as i64,
+                    5 => 1 + v,
+                    _ => v,
+                };
+                prop_assert_eq!(d.set_tunable(NAMES[n], &v.to_string()), Ok(()));
+                let ns = v as Nanos * MS;
+                match n {
+                    0 => r.fifo_expire[0] = ns,
+                    1 => r.fifo_expire[1] = ns,
+                    2 => r.writes_starved = v as u32,
+                    3 => r.front_merges = v == 1,
+                    5 => r.fifo_batch = v as u32,
+                    6 => r.prio_aging_expire = ns,
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+        prop_assert_eq!(d.queued(), queued(&r).len());
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// Decision for decision, the policy does what a literal port of
+    /// mq-deadline's C does.
+    #[test]
+    fn matches_a_naive_port_of_mq_deadline(
+        cap in 1..40usize,
+        start in prop_oneof![Just(0u64), any::<u64>()],
+        steps in prop::collection::vec(diff_step(), 0..400),
+    ) {
+        differential(cap, start, steps)?;
+    }
+}
