@@ -7,7 +7,9 @@
 //! front-merge lookups agree with the model, and draining at the end
 //! dispatches everything exactly once. In "simple" runs (one class,
 //! nothing at head, fixed tunables, no request merges) an expired read
-//! FIFO head must also go out within `2 * fifo_batch` dispatches.
+//! FIFO head must also go out within `2 * fifo_batch` dispatches. A
+//! literal Vec-based port of the C (shared with the property tests) runs
+//! alongside, and every dispatch and merge candidate must match it.
 
 #![no_main]
 
@@ -19,6 +21,11 @@ use ironlift_policy::{
     Dispatch, IoPrio, MergeProbe, Nanos, Op, Policy, PrioClass, RequestDesc, NSEC_PER_MSEC,
 };
 use libfuzzer_sys::fuzz_target;
+
+/// The literal port of mq-deadline that the property tests use too.
+#[path = "../../tests/deadline_naive/mod.rs"]
+#[allow(dead_code)]
+mod naive;
 
 const MS: Nanos = NSEC_PER_MSEC;
 
@@ -110,6 +117,8 @@ struct Model {
     /// Sort tree entries so far.
     seq: u64,
     gone: u64,
+    /// The literal C port, run beside the policy.
+    naive: naive::Dd,
 }
 
 impl Model {
@@ -148,6 +157,7 @@ impl Model {
 
     fn complete(&mut self, d: &mut Deadline<Vec<Slot>>, t: usize) {
         d.completed(t, self.now);
+        self.naive.finish(t);
         self.reqs[t].st = St::Free;
         self.gone += 1;
     }
@@ -155,6 +165,7 @@ impl Model {
     fn reinsert_at_head(&mut self, d: &mut Deadline<Vec<Slot>>, t: usize) {
         let desc = self.reqs[t].desc;
         d.insert(t, &desc, true, self.now);
+        self.naive.insert(t, &desc, true, self.now);
         self.reqs[t].st = St::AtHead;
         self.reqs[t].fifo_time = self.now;
         self.at_head.push(t);
@@ -175,6 +186,12 @@ fn check(d: &Deadline<Vec<Slot>>, m: &Model) {
 fn dispatch(d: &mut Deadline<Vec<Slot>>, m: &mut Model) -> Option<usize> {
     let queued = m.queued();
     let got = d.dispatch(m.now);
+    let want = m.naive.dispatch(m.now);
+    assert_eq!(
+        got,
+        want.map_or(Dispatch::Empty, Dispatch::Request),
+        "differs from the C port"
+    );
     if queued == 0 {
         assert_eq!(got, Dispatch::Empty, "dispatch from an empty scheduler");
     }
@@ -242,7 +259,10 @@ fuzz_target!(|input: Input| {
         fresh: 0,
         seq: 0,
         gone: 0,
+        naive: naive::Dd::new(cap),
     };
+    m.naive.fifo_batch = fifo_batch;
+    m.naive.writes_starved = writes_starved;
     // Simple mode: the read FIFO (tag, deadline) and the number of
     // dispatches since its head expired.
     let mut fifo: VecDeque<(usize, Nanos)> = VecDeque::new();
@@ -299,6 +319,7 @@ fuzz_target!(|input: Input| {
                     arrival: m.now,
                 };
                 d.insert(t, &desc, at_head, m.now);
+                m.naive.insert(t, &desc, at_head, m.now);
                 m.fresh += 1;
                 let fifo_time = if at_head {
                     m.at_head.push(t);
@@ -391,11 +412,13 @@ fuzz_target!(|input: Input| {
                 });
                 let got = d.front_merge_candidate(&probe);
                 assert_eq!(got, expect, "front merge candidate for {probe:?}");
+                assert_eq!(got, m.naive.front_merge_candidate(&probe), "C port");
                 if let Some(t) = got {
                     let r = &mut m.reqs[t].desc;
                     r.sector = r.sector.saturating_sub(u64::from(grow));
                     r.sectors = r.sectors.saturating_add(u32::from(grow));
                     d.front_merged(t, r.sector, r.sectors);
+                    m.naive.front_merged(t, r.sector);
                     m.reqs[t].seq = m.seq;
                     m.seq += 1;
                 }
@@ -412,6 +435,7 @@ fuzz_target!(|input: Input| {
                     continue;
                 }
                 d.requests_merged(i, n);
+                m.naive.merged(i, n);
                 let (ri, rn) = (m.reqs[i], m.reqs[n]);
                 if ri.st == St::Sorted
                     && rn.st == St::Sorted
@@ -456,9 +480,18 @@ fuzz_target!(|input: Input| {
                                 m.expire_lowered = true;
                             }
                             m.expire[n] = ns;
+                            m.naive.fifo_expire[n] = ns;
                         }
-                        3 => m.front_merges = v == 1,
-                        6 => m.aging = ns,
+                        2 => m.naive.writes_starved = v as u32,
+                        3 => {
+                            m.front_merges = v == 1;
+                            m.naive.front_merges = v == 1;
+                        }
+                        5 => m.naive.fifo_batch = v as u32,
+                        6 => {
+                            m.aging = ns;
+                            m.naive.prio_aging_expire = ns;
+                        }
                         _ => {}
                     }
                 }
@@ -513,6 +546,7 @@ fuzz_target!(|input: Input| {
                 if matches!(k % 6, 1 | 2) && t < cap && m.reqs[t].st == St::InFlight {
                     if k % 6 == 1 {
                         m.reqs[t].st = St::Free;
+                        m.naive.finish(t);
                         m.gone += 1;
                     } else {
                         m.reinsert_at_head(&mut d, t);
