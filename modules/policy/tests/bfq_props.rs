@@ -139,7 +139,10 @@ fn run_ops(n: usize, m: usize, ops: &[OpKind]) -> Result<(), TestCaseError> {
                         prop_assert!(queued > 0, "idling with nothing queued");
                         prop_assert!(t >= now);
                     }
-                    Dispatch::Empty => {}
+                    Dispatch::Empty => {
+                        let inflight = model.iter().any(|s| *s == M::InFlight);
+                        prop_assert!(queued == 0 || inflight, "stalled with work queued");
+                    }
                 }
                 if queued == 0 {
                     prop_assert!(!b.has_work());

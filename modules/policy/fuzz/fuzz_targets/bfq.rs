@@ -5,7 +5,8 @@
 //! consistent after every step (`check_invariants`), queued()/has_work()/
 //! in_flight() match the model, only queued requests are dispatched and
 //! each at most once, nothing is dispatched or idled on when nothing is
-//! queued, an idle deadline is never in the past, front-merge candidates
+//! queued, an idle deadline is never in the past, the policy never
+//! answers Empty while work waits and nothing is in flight, front-merge candidates
 //! are queued requests at the probed sector, rejected tunable writes keep
 //! the old value, protocol violations (bad tags, double inserts, stray
 //! completions) are survived, and draining at the end (honouring idling)
@@ -159,7 +160,13 @@ fuzz_target!(|input: Input| {
                         assert!(queued > 0, "idling with nothing queued");
                         assert!(t >= now, "idle deadline in the past");
                     }
-                    Dispatch::Empty => {}
+                    Dispatch::Empty => {
+                        let inflight = model.iter().any(|s| *s == M::InFlight);
+                        assert!(
+                            queued == 0 || inflight,
+                            "stalled: work queued, none in flight"
+                        );
+                    }
                 }
             }
             FuzzOp::Complete(i) => {
