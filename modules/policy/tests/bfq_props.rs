@@ -140,7 +140,7 @@ fn run_ops(n: usize, m: usize, ops: &[OpKind]) -> Result<(), TestCaseError> {
                         prop_assert!(t >= now);
                     }
                     Dispatch::Empty => {
-                        let inflight = model.iter().any(|s| *s == M::InFlight);
+                        let inflight = model.contains(&M::InFlight);
                         prop_assert!(queued == 0 || inflight, "stalled with work queued");
                     }
                 }

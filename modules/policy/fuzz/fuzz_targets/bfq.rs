@@ -161,7 +161,7 @@ fuzz_target!(|input: Input| {
                         assert!(t >= now, "idle deadline in the past");
                     }
                     Dispatch::Empty => {
-                        let inflight = model.iter().any(|s| *s == M::InFlight);
+                        let inflight = model.contains(&M::InFlight);
                         assert!(
                             queued == 0 || inflight,
                             "stalled: work queued, none in flight"
