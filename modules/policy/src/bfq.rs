@@ -41,6 +41,12 @@
 //!   [`Bfq::issuer_exit`] from `exit_icq`; the id may be handed out again
 //!   once `issuer_is_free` says so (immediately, or when the context's
 //!   last request completes).
+//! - To mirror BFQ's shared async queues exactly, pass async requests with
+//!   an issuer id reserved per I/O priority (BFQ has one per RT and BE
+//!   level, plus one for the idle class) instead of the context's own id:
+//!   a queue that only ever sees async requests never idles, is never
+//!   weight-raised and is charged three times its sectors, as BFQ's async
+//!   queues are.
 //! - [`Dispatch::IdleUntil`] means "arm a timer and run the queue again
 //!   then (or when a request arrives)"; an idle slice that ran out is also
 //!   noticed by the next insert, dispatch or completion.
