@@ -207,6 +207,11 @@ fn time_after_eq(a: Nanos, b: Nanos) -> bool {
 }
 
 /// The mq-deadline policy over storage `S` (one [`Slot`] per tag).
+///
+/// Any owner of a slot slice will do: `Vec<Slot>`, `Box<[Slot]>`, an
+/// array, `&mut [Slot]`. The kernel's `KVec`/`KBox` (6.12) only implement
+/// `Deref`, so a module wraps its allocation in a newtype with `AsRef` and
+/// `AsMut` impls that forward to it.
 pub struct Deadline<S>
 where
     S: AsRef<[Slot]> + AsMut<[Slot]>,
