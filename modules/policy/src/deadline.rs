@@ -48,6 +48,12 @@
 //! * times are nanoseconds passed in by the caller, not jiffies; they are
 //!   compared with wrap-around like `time_after()`, and expires are kept
 //!   in exact milliseconds (C rounds to jiffies).
+//! * of several sorted requests starting at the probed sector, the front
+//!   merge candidate is the one that entered the tree first (C: whichever
+//!   its red-black search meets first).
+//! * when two requests merge, the survivor takes over the other's FIFO
+//!   place only if both sit in the same FIFO (they always do when the
+//!   block layer merges: same direction and priority).
 //!
 //! As in Linux 6.12.y, `async_depth` follows `nr_requests` (see
 //! [`Deadline::depth_updated`]), which starts at the capacity.
