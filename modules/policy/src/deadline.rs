@@ -104,15 +104,13 @@ enum State {
 pub struct Slot {
     /// Start sector (the sort key).
     sector: Sector,
-    /// When it entered its sort tree (the sort key's tie-breaker).
-    seq: u32,
     /// Deadline (C's `fifo_time`); the insertion time for at-head requests.
     fifo_time: Nanos,
     /// Sort tree links: left and right child, parent.
     child: [u32; 2],
     parent: u32,
     /// Treap heap priority.
-    heap: u16,
+    heap: u32,
     /// FIFO / dispatch list links.
     prev: u32,
     next: u32,
@@ -130,7 +128,6 @@ impl Default for Slot {
     fn default() -> Self {
         Slot {
             sector: 0,
-            seq: 0,
             fifo_time: 0,
             child: [NIL; 2],
             parent: NIL,
@@ -184,24 +181,6 @@ enum ListId {
     Dispatch,
 }
 
-/// A sort key: sector, then tag.
-#[derive(Clone, Copy)]
-struct Key {
-    sector: Sector,
-    seq: u32,
-}
-
-impl Key {
-    /// Whether `self` sorts after `other`, without branches (and without
-    /// 128-bit arithmetic, which some kernel targets lack). Sequence
-    /// numbers compare with wrap-around, like jiffies: requests queued
-    /// together are far less than 2^31 insertions apart.
-    fn gt(self, other: Key) -> bool {
-        let later = (self.seq.wrapping_sub(other.seq) as i32) > 0;
-        (self.sector > other.sector) | ((self.sector == other.sector) & later)
-    }
-}
-
 /// `time_after(a, b)`: whether `a` is later than `b`, with wrap-around.
 fn time_after(a: Nanos, b: Nanos) -> bool {
     (b.wrapping_sub(a) as i64) < 0
@@ -247,8 +226,6 @@ where
     owned: [u32; LEVELS],
     /// Requests waiting in the scheduler.
     queued: usize,
-    /// Sort tree insertions so far: the next request's `seq`.
-    seq: u32,
     /// Treap priority generator state (a splitmix64 counter, with the
     /// caller's clock mixed in so the shapes are hard to predict).
     rng: u64,
@@ -307,7 +284,6 @@ where
             starved: 0,
             owned: [0; LEVELS],
             queued: 0,
-            seq: 0,
             rng: 0x9E37_79B9_7F4A_7C15,
             fifo_expire: [
                 Self::DEFAULT_READ_EXPIRE_MS as Nanos * NSEC_PER_MSEC,
@@ -414,20 +390,20 @@ where
                         links[q] += 1;
                     }
                     let [l, r] = s.child;
-                    let me = self.key(i as u32);
-                    if (l != NIL && !me.gt(self.key(l))) || (r != NIL && !self.key(r).gt(me)) {
+                    if (l != NIL && slots[l as usize].sector > s.sector)
+                        || (r != NIL && slots[r as usize].sector < s.sector)
+                    {
                         return Err("tree child out of order");
                     }
-                    // Reachable from the root by its key.
-                    let key = self.key(i as u32);
-                    let mut cur = self.trees[q];
+                    // Its parent links lead to its tree's root.
+                    let mut cur = i as u32;
                     let mut steps = 0;
-                    while cur != NIL && cur != i as u32 && steps <= cap {
+                    while self.at(cur).parent != NIL && steps <= cap {
                         steps += 1;
-                        cur = self.at(cur).child[usize::from(key.gt(self.key(cur)))];
+                        cur = self.at(cur).parent;
                     }
-                    if cur != i as u32 {
-                        return Err("sorted request not found in its tree");
+                    if cur != self.trees[q] {
+                        return Err("sorted request not under its tree's root");
                     }
                 }
                 State::AtHead => queued += 1,
@@ -448,6 +424,25 @@ where
             }
             if links[q] != in_tree[q] {
                 return Err("tree is not a tree");
+            }
+            // In order, sectors never decrease.
+            let mut cur = root;
+            while cur != NIL && self.at(cur).child[LEFT] != NIL {
+                cur = self.at(cur).child[LEFT];
+            }
+            let mut seen = 0;
+            let mut last = 0;
+            while cur != NIL {
+                seen += 1;
+                let sector = self.at(cur).sector;
+                if seen > in_tree[q] || sector < last {
+                    return Err("tree out of sector order");
+                }
+                last = sector;
+                cur = self.successor(cur);
+            }
+            if seen != in_tree[q] {
+                return Err("tree walk misses requests");
             }
             if self.next_rq[q] != self.lower_bound(q, self.latest_pos[q]) {
                 return Err("next request is not the first at or after latest_pos");
@@ -528,7 +523,11 @@ where
         }
     }
 
-    // ---- sort trees (treaps keyed by (sector, seq)) ------------------
+    // ---- sort trees (treaps keyed by sector) -------------------------
+    //
+    // A request entering a tree is the latest among those at its sector,
+    // so it goes right of equal sectors (as in C's `elv_rb_add()`); in
+    // order, equal sectors stay in the order they entered.
     //
     // Children are indexed by side (`LEFT`, `RIGHT`) so that a descent
     // picks the side from a comparison instead of branching on it.
@@ -575,48 +574,36 @@ where
         parent
     }
 
-    /// The sort key: sector, then tag.
-    fn key(&self, n: u32) -> Key {
-        let s = self.at(n);
-        Key {
-            sector: s.sector,
-            seq: s.seq,
-        }
-    }
-
-    fn next_heap(&mut self) -> u16 {
+    fn next_heap(&mut self) -> u32 {
         self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.rng;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        ((z ^ (z >> 31)) >> 48) as u16
+        ((z ^ (z >> 31)) >> 32) as u32
     }
 
     fn tree_insert(&mut self, tree: usize, x: u32) {
         let heap = self.next_heap();
-        let seq = self.seq;
-        self.seq = seq.wrapping_add(1);
         {
             let s = self.at_mut(x);
-            s.seq = seq;
             s.heap = heap;
             s.child = [NIL; 2];
             s.parent = NIL;
         }
-        let key = self.key(x);
+        let sector = self.at(x).sector;
         // Descend to where x's heap priority puts it.
         let mut link = Link::Root(tree);
         let mut cur = self.link(link);
         while cur != NIL && self.at(cur).heap >= heap {
-            link = Link::Child(cur, usize::from(key.gt(self.key(cur))));
+            link = Link::Child(cur, usize::from(sector >= self.at(cur).sector));
             cur = self.link(link);
         }
         self.set_link(link, x);
-        // Split the displaced subtree around x's key.
+        // Split the displaced subtree around x's sector.
         let mut hooks = [Link::Child(x, LEFT), Link::Child(x, RIGHT)];
         while cur != NIL {
-            // Nodes below x's key go left of x, continuing to their right.
-            let side = usize::from(self.key(cur).gt(key));
+            // Nodes up to x's sector go left of x, continuing to their right.
+            let side = usize::from(self.at(cur).sector > sector);
             self.set_link(hooks[side], cur);
             hooks[side] = Link::Child(cur, side ^ 1);
             cur = self.at(cur).child[side ^ 1];
@@ -625,7 +612,7 @@ where
         self.set_link(hooks[RIGHT], NIL);
         // Keep next_rq the first request at or after latest_pos.
         let next = self.next_rq[tree];
-        if self.at(x).sector >= self.latest_pos[tree] && (next == NIL || self.key(next).gt(key)) {
+        if sector >= self.latest_pos[tree] && (next == NIL || self.at(next).sector > sector) {
             self.next_rq[tree] = x;
         }
     }
@@ -646,7 +633,7 @@ where
             }
         };
         if self.next_rq[tree] == x {
-            // Every key above x's is at or after latest_pos too.
+            // Everything after x in order is at or after latest_pos too.
             self.next_rq[tree] = self.successor(x);
         }
         let [mut l, mut r] = self.at(x).child;
