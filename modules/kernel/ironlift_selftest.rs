@@ -10,18 +10,18 @@
 
 use kernel::prelude::*;
 
-/// The policy crate's sources, included as the elevator modules include them.
+// The policy crate's sources, included as the elevator modules include
+// them: at the crate root, so that their `super::` paths name each other.
 #[allow(dead_code, unreachable_pub, missing_docs)]
-mod policy {
-    #[path = "../../policy/src/types.rs"]
-    pub(crate) mod types;
-    #[path = "../../policy/src/deadline.rs"]
-    pub(crate) mod deadline;
-}
+#[path = "../policy/src/types.rs"]
+mod types;
+#[allow(dead_code, unreachable_pub, missing_docs)]
+#[path = "../policy/src/deadline.rs"]
+mod deadline;
 
 use kernel::alloc::{flags::GFP_KERNEL, KVec};
-use policy::deadline::{Deadline, Slot};
-use policy::types::{
+use deadline::{Deadline, Slot};
+use types::{
     parse_sysfs_in_range, parse_sysfs_int, Dispatch, IoPrio, Op, Policy, PrioClass, RequestDesc,
     TunableError,
 };
