@@ -125,7 +125,7 @@ impl Boot<'_> {
             .arg(cmdline)
             .args([
                 "-virtfs",
-                "local,path=/,mount_tag=root,security_model=none,readonly=on",
+                "local,path=/,mount_tag=root,security_model=none,readonly=on,multidevs=remap",
             ])
             .arg("-virtfs")
             .arg(format!(
