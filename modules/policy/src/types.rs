@@ -44,7 +44,9 @@ pub enum Op {
 
 impl Op {
     /// The direction index used by per-direction structures: reads are 0,
-    /// everything else counts as a write (as `rq_data_dir()` does in C).
+    /// everything else counts as a write, as `op_is_write()` says for
+    /// writes and discards. (C's `rq_data_dir()` calls a flush a read, but
+    /// flushes never reach an elevator: blk-mq's flush machinery takes them.)
     pub const fn dir(self) -> usize {
         match self {
             Op::Read => 0,
@@ -150,7 +152,7 @@ pub struct RequestDesc {
 impl RequestDesc {
     /// The sector just past the request's end.
     pub const fn end(&self) -> Sector {
-        self.sector + self.sectors as Sector
+        self.sector.saturating_add(self.sectors as Sector)
     }
 }
 
@@ -259,7 +261,9 @@ pub struct MergeProbe {
 pub trait Policy {
     /// A request enters the scheduler. `at_head` is the block layer's
     /// `BLK_MQ_INSERT_AT_HEAD` (requeues, flush sequences, passthrough):
-    /// such requests go out before anything else, in insertion order.
+    /// such requests go out before anything else. Among themselves they go
+    /// in the order the policy's C original uses (mq-deadline's
+    /// `list_add()`: the latest first).
     fn insert(&mut self, tag: Tag, desc: &RequestDesc, at_head: bool, now: Nanos);
 
     /// Picks the next request to send to the device, removing it from the
