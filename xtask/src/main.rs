@@ -117,6 +117,10 @@ enum Cmd {
         /// Only the in-guest tests
         #[arg(long)]
         guest_only: bool,
+        /// Only the base kernel (by default the guest suite runs on the base
+        /// kernel, then on the debug kernel: KASAN, lockdep, kmemleak...)
+        #[arg(long)]
+        base_only: bool,
         /// Only these in-guest tests (comma-separated names)
         #[arg(long, value_delimiter = ',')]
         only: Option<Vec<String>>,
@@ -185,8 +189,9 @@ fn main() {
             g,
             host_only,
             guest_only,
+            base_only,
             only,
-        } => test(&k, &g, host_only, guest_only, only),
+        } => test(&k, &g, host_only, guest_only, base_only, only),
         Cmd::Patches { k, out, results } => (|| {
             let tc = deps::ensure()?;
             let mut opts = kernel_opts(&k);
@@ -498,6 +503,7 @@ const GUEST_TESTS: &[&str] = &[
     "select_every_scheduler",
     "write_verify",
     "switch_under_io",
+    "kmemleak",
 ];
 
 fn test(
@@ -505,10 +511,11 @@ fn test(
     g: &GuestArgs,
     host_only: bool,
     guest_only: bool,
+    base_only: bool,
     only: Option<Vec<String>>,
 ) -> Result<()> {
     let root = util::repo_root();
-    let mut host_ok = true;
+    let mut problems = Vec::new();
     if !guest_only {
         step("Host tests: cargo test --workspace");
         let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
@@ -516,18 +523,11 @@ fn test(
             .args(["test", "--workspace"])
             .status()
             .context("running cargo test")?;
-        host_ok = status.success();
-        if !host_ok {
+        if !status.success() {
             note("host tests FAILED (output above); going on with the guest tests");
+            problems.push("host tests failed (cargo test output above)".to_string());
         }
     }
-    if host_only {
-        if !host_ok {
-            bail!("host tests failed");
-        }
-        return Ok(());
-    }
-    let p = prepare(k, g)?;
     let tests: Vec<String> = match only {
         Some(t) => {
             for x in &t {
@@ -539,6 +539,46 @@ fn test(
         }
         None => GUEST_TESTS.iter().map(|s| s.to_string()).collect(),
     };
+    let flavors: &[kernel::Flavor] = if host_only {
+        &[]
+    } else if k.debug_kernel {
+        &[kernel::Flavor::Debug]
+    } else if base_only {
+        &[kernel::Flavor::Base]
+    } else {
+        &[kernel::Flavor::Base, kernel::Flavor::Debug]
+    };
+    let (mut passed, mut failed, mut skipped) = (0, 0, 0);
+    for &flavor in flavors {
+        let mut k = k.clone();
+        k.debug_kernel = flavor == kernel::Flavor::Debug;
+        let r = guest_tests(&k, g, &tests)?;
+        passed += r.passed;
+        failed += r.failed;
+        skipped += r.skipped;
+        problems.extend(r.problems);
+    }
+    println!(
+        "guest: {passed} passed, {} failed, {skipped} skipped",
+        failed + usize::from(!problems.is_empty() && failed == 0)
+    );
+    if !problems.is_empty() {
+        bail!("{}", problems.join("\n"));
+    }
+    Ok(())
+}
+
+struct GuestOutcome {
+    passed: usize,
+    failed: usize,
+    skipped: usize,
+    problems: Vec<String>,
+}
+
+/// Boots one kernel flavour and runs the in-guest suite.
+fn guest_tests(k: &KernelArgs, g: &GuestArgs, tests: &[String]) -> Result<GuestOutcome> {
+    let root = util::repo_root();
+    let p = prepare(k, g)?;
     let out = root.join("target").join("ironlift-test").join(format!(
         "{}-{}",
         now("+%Y%m%dT%H%M%S"),
@@ -575,7 +615,7 @@ fn test(
             selftest,
             shell_words(dev_paths),
             shell_words(schedulers.clone()),
-            shell_words(tests.clone()),
+            shell_words(tests.iter().cloned()),
         ),
     )?;
     step(&format!(
@@ -608,33 +648,29 @@ fn test(
     let report = ktap::parse(&ktap_text, "guest");
     let trouble = ktap::console_problems(&r.console);
     let (passed, failed, skipped) = report.counts();
-    println!("{report}");
+    println!("{} kernel: {report}", p.kernel.flavor.name());
     let mut problems = Vec::new();
+    let which = p.kernel.flavor.name();
     if r.timed_out {
         problems.push(format!(
-            "the guest did not finish within {timeout}s (console log kept: {})",
+            "{which} kernel: the guest did not finish within {timeout}s (console log kept: {})",
             boot.console_log.display()
         ));
     }
     for t in &trouble {
-        problems.push(format!("kernel trouble on the console:\n{t}"));
+        problems.push(format!("{which} kernel: trouble on the console:\n{t}"));
     }
     if !report.passed() {
         problems.push(format!(
-            "in-guest KTAP verdict: fail (ktap: {}, console: {})",
+            "{which} kernel: in-guest KTAP verdict: fail (ktap: {}, console: {})",
             out.join("ktap.txt").display(),
             boot.console_log.display()
         ));
     }
-    if !host_ok {
-        problems.push("host tests failed (cargo test output above)".into());
-    }
-    println!(
-        "guest: {passed} passed, {} failed, {skipped} skipped",
-        failed + usize::from(!problems.is_empty() && failed == 0)
-    );
-    if !problems.is_empty() {
-        bail!("{}", problems.join("\n"));
-    }
-    Ok(())
+    Ok(GuestOutcome {
+        passed,
+        failed,
+        skipped,
+        problems,
+    })
 }
