@@ -115,9 +115,12 @@ pub fn plan(
 pub fn plan_tsv(plan: &[PlannedRun], devices: &BTreeMap<String, Device>) -> Result<String> {
     let mut s = String::new();
     for p in plan {
-        let dev = devices
-            .get(&p.device)
-            .with_context(|| format!("unknown device {:?} (see configs/devices/guest.toml)", p.device))?;
+        let dev = devices.get(&p.device).with_context(|| {
+            format!(
+                "unknown device {:?} (see configs/devices/guest.toml)",
+                p.device
+            )
+        })?;
         s.push_str(&format!(
             "{}\t{}\t{}\t{}\t{}\n",
             p.id, dev.path, p.scheduler, p.workload, p.fio_args

@@ -9,7 +9,10 @@ use std::process::Command;
 /// Debian packages, each with why it is needed.
 pub const PACKAGES: &[(&str, &str)] = &[
     ("linux-source-6.12", "the kernel source tarball"),
-    ("rustc-web", "a rustc that matches rust-web-src, for kernel Rust"),
+    (
+        "rustc-web",
+        "a rustc that matches rust-web-src, for kernel Rust",
+    ),
     ("rust-web-src", "the core library source the kernel builds"),
     ("clang", "LLVM=1 kernel build"),
     ("lld", "LLVM=1 kernel build"),
@@ -110,7 +113,9 @@ pub fn ensure() -> Result<Toolchain> {
             &std::env::temp_dir().join("ironlift-bindgen-install.log"),
             "cargo install bindgen-cli",
         )
-        .context("could not install bindgen-cli; `cargo install bindgen-cli --locked` needs crates.io")?;
+        .context(
+            "could not install bindgen-cli; `cargo install bindgen-cli --locked` needs crates.io",
+        )?;
     }
 
     let tc = find_toolchain(bindgen)?;

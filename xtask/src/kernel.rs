@@ -108,7 +108,11 @@ impl Additions {
         let files = util::files_below(&base)?
             .into_iter()
             .map(|f| {
-                let rel = f.strip_prefix(&base).unwrap_or(&f).to_string_lossy().into_owned();
+                let rel = f
+                    .strip_prefix(&base)
+                    .unwrap_or(&f)
+                    .to_string_lossy()
+                    .into_owned();
                 (rel, f)
             })
             .collect();
@@ -117,7 +121,10 @@ impl Additions {
 
     fn hash_into(&self, h: &mut Hasher) -> Result<()> {
         for p in &self.patches {
-            h.add(&p.file_name().unwrap_or_default().to_string_lossy(), &fs::read(p)?);
+            h.add(
+                &p.file_name().unwrap_or_default().to_string_lossy(),
+                &fs::read(p)?,
+            );
         }
         for (rel, f) in &self.files {
             h.add(rel, &fs::read(f)?);
@@ -258,12 +265,19 @@ pub fn ensure(tc: &Toolchain, opts: &KernelOpts) -> Result<Kernel> {
             let dir = fs::canonicalize(dir)
                 .with_context(|| format!("--kernel-src {} does not exist", dir.display()))?;
             if !dir.join("Makefile").is_file() || !dir.join("rust").is_dir() {
-                bail!("{} does not look like a Linux source tree with Rust support", dir.display());
+                bail!(
+                    "{} does not look like a Linux source tree with Rust support",
+                    dir.display()
+                );
             }
             let mut h = Hasher::new();
             h.add("path", dir.to_string_lossy().as_bytes());
             let id = format!("custom-{}", &h.hex()[..12]);
-            (dir.clone(), opts.cache.join(&id), format!("custom:{}", dir.display()))
+            (
+                dir.clone(),
+                opts.cache.join(&id),
+                format!("custom:{}", dir.display()),
+            )
         }
         None => {
             let (base, src, version) = debian_source(&opts.cache)?;
@@ -291,7 +305,10 @@ pub fn ensure(tc: &Toolchain, opts: &KernelOpts) -> Result<Kernel> {
     let mut fragments = Vec::new();
     for f in opts.flavor.fragments() {
         let p = cfg_dir.join(f);
-        h.add(f, &fs::read(&p).with_context(|| format!("config fragment {}", p.display()))?);
+        h.add(
+            f,
+            &fs::read(&p).with_context(|| format!("config fragment {}", p.display()))?,
+        );
         fragments.push(p);
     }
     h.add("rustc", tc.rustc.to_string_lossy().as_bytes());
@@ -309,10 +326,15 @@ pub fn ensure(tc: &Toolchain, opts: &KernelOpts) -> Result<Kernel> {
     ));
     if !custom
         && bzimage.is_file()
-        && fs::read_to_string(&key_file).map(|k| k.trim() == key).unwrap_or(false)
+        && fs::read_to_string(&key_file)
+            .map(|k| k.trim() == key)
+            .unwrap_or(false)
     {
         let release = release(&build)?;
-        note(&format!("up to date ({release}, key {}): no build", &key[..12]));
+        note(&format!(
+            "up to date ({release}, key {}): no build",
+            &key[..12]
+        ));
         return Ok(Kernel {
             src,
             build,
@@ -384,10 +406,12 @@ pub fn ensure(tc: &Toolchain, opts: &KernelOpts) -> Result<Kernel> {
 }
 
 fn release(build: &Path) -> Result<String> {
-    Ok(fs::read_to_string(build.join("include/config/kernel.release"))
-        .context("no include/config/kernel.release in the build tree")?
-        .trim()
-        .to_string())
+    Ok(
+        fs::read_to_string(build.join("include/config/kernel.release"))
+            .context("no include/config/kernel.release in the build tree")?
+            .trim()
+            .to_string(),
+    )
 }
 
 /// Every option a fragment sets must survive olddefconfig; the required
@@ -407,7 +431,10 @@ fn check_config(config: &Path, fragments: &[PathBuf]) -> Result<()> {
             let line = line.trim();
             if let Some((name, val)) = line.split_once('=') {
                 if name.starts_with("CONFIG_") && val != "n" && set(name).as_deref() != Some(val) {
-                    lost.push(format!("{name}={val} (got {})", set(name).unwrap_or("unset".into())));
+                    lost.push(format!(
+                        "{name}={val} (got {})",
+                        set(name).unwrap_or("unset".into())
+                    ));
                 }
             }
         }

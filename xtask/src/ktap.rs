@@ -89,7 +89,9 @@ impl Report {
 
     /// The strict verdict.
     pub fn passed(&self) -> bool {
-        self.problems.is_empty() && !self.tests.is_empty() && self.counts().1 == 0
+        self.problems.is_empty()
+            && !self.tests.is_empty()
+            && self.counts().1 == 0
             && self.tests.iter().all(|t| t.status != Status::Fail)
     }
 }
@@ -197,7 +199,10 @@ fn parse_level(ls: &[Line<'_>], pos: &mut usize, indent: usize, what: &str) -> L
         }
         *pos += 1;
         let t = l.text;
-        if let Some(v) = t.strip_prefix("KTAP version ").or_else(|| t.strip_prefix("TAP version ")) {
+        if let Some(v) = t
+            .strip_prefix("KTAP version ")
+            .or_else(|| t.strip_prefix("TAP version "))
+        {
             lv.version = v.trim().parse().ok();
         } else if let Some(n) = t.strip_prefix("1..") {
             match n.split('#').next().unwrap_or("").trim().parse() {
@@ -222,9 +227,8 @@ fn parse_level(ls: &[Line<'_>], pos: &mut usize, indent: usize, what: &str) -> L
                 check_level(&child, &sub_what, false, &mut lv.problems);
                 lv.problems.extend(child.problems);
                 if status == Status::Pass && child.tests.iter().any(|c| c.status == Status::Fail) {
-                    lv.problems.push(format!(
-                        "{sub_what}: reported ok although a subtest failed"
-                    ));
+                    lv.problems
+                        .push(format!("{sub_what}: reported ok although a subtest failed"));
                     status = Status::Fail;
                 }
                 subtests = child.tests;
@@ -396,7 +400,11 @@ mod tests {
     fn parent_ok_with_failed_child_fails() {
         let r = parse(&canned("inconsistent.ktap"), "inc");
         assert!(!r.passed());
-        assert!(r.problems.iter().any(|p| p.contains("reported ok")), "{:?}", r.problems);
+        assert!(
+            r.problems.iter().any(|p| p.contains("reported ok")),
+            "{:?}",
+            r.problems
+        );
     }
 
     #[test]
@@ -409,7 +417,9 @@ mod tests {
             r.problems
         );
         assert!(
-            r.problems.iter().any(|p| p.contains("plan 1..3 but no result")),
+            r.problems
+                .iter()
+                .any(|p| p.contains("plan 1..3 but no result")),
             "{:?}",
             r.problems
         );
@@ -440,13 +450,19 @@ mod tests {
 
     #[test]
     fn empty_plan_with_skip_is_fine() {
-        let r = parse("KTAP version 1\n1..1\n    1..0 # SKIP nothing\nok 1 a\n", "p0");
+        let r = parse(
+            "KTAP version 1\n1..1\n    1..0 # SKIP nothing\nok 1 a\n",
+            "p0",
+        );
         assert!(r.passed(), "{r}");
     }
 
     #[test]
     fn bail_out_fails() {
-        let r = parse("KTAP version 1\n1..1\nBail out! disk gone\nok 1 a\n", "bail");
+        let r = parse(
+            "KTAP version 1\n1..1\nBail out! disk gone\nok 1 a\n",
+            "bail",
+        );
         assert!(!r.passed());
     }
 

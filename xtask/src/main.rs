@@ -26,7 +26,10 @@ use util::{note, step};
 const BUILTIN_SCHEDULERS: &[&str] = &["none", "mq-deadline", "kyber", "bfq"];
 
 #[derive(Parser)]
-#[command(name = "cargo xtask", about = "ironlift: build, boot, benchmark and test Rust I/O schedulers")]
+#[command(
+    name = "cargo xtask",
+    about = "ironlift: build, boot, benchmark and test Rust I/O schedulers"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -258,7 +261,10 @@ fn shell_words(xs: impl IntoIterator<Item = String>) -> String {
 }
 
 fn elevators(p: &Prepared) -> Vec<String> {
-    p.modules.iter().filter_map(|m| m.elevator.clone()).collect()
+    p.modules
+        .iter()
+        .filter_map(|m| m.elevator.clone())
+        .collect()
 }
 
 fn host_description() -> String {
@@ -399,7 +405,11 @@ fn qemu_bench(o: BenchOpts) -> Result<()> {
                 Err(e) => (false, Some(format!("{e:#}")), None),
             }
         } else {
-            (false, Some("no result: the guest stopped before this run".into()), None)
+            (
+                false,
+                Some("no result: the guest stopped before this run".into()),
+                None,
+            )
         };
         runs.push(bench::RunResult {
             run: pr.clone(),
@@ -429,7 +439,10 @@ fn qemu_bench(o: BenchOpts) -> Result<()> {
         runs,
         summary,
     };
-    fs::write(out.join("results.json"), serde_json::to_string_pretty(&res)?)?;
+    fs::write(
+        out.join("results.json"),
+        serde_json::to_string_pretty(&res)?,
+    )?;
     report::write(&out, &res)?;
     println!("{}", bench::table_markdown(&res));
     let failed = res.runs.iter().filter(|r| !r.ok).count();
@@ -471,7 +484,13 @@ fn rerender(path: &Path) -> Result<()> {
     let res: bench::ResultsFile = serde_json::from_str(
         &fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?,
     )
-    .with_context(|| format!("{} is not an {} results file", file.display(), bench::SCHEMA))?;
+    .with_context(|| {
+        format!(
+            "{} is not an {} results file",
+            file.display(),
+            bench::SCHEMA
+        )
+    })?;
     let dir = file.parent().unwrap_or(Path::new("."));
     report::write(dir, &res)?;
     println!("{}", bench::table_markdown(&res));
@@ -532,7 +551,10 @@ fn test(
         Some(t) => {
             for x in &t {
                 if !GUEST_TESTS.contains(&x.as_str()) {
-                    bail!("no in-guest test {x:?}; there are: {}", GUEST_TESTS.join(", "));
+                    bail!(
+                        "no in-guest test {x:?}; there are: {}",
+                        GUEST_TESTS.join(", ")
+                    );
                 }
             }
             t
@@ -643,7 +665,10 @@ fn guest_tests(k: &KernelArgs, g: &GuestArgs, tests: &[String]) -> Result<GuestO
         cmdline_extra: String::new(),
     };
     let r = boot.run()?;
-    note(&format!("guest ran for {}", util::human_secs(r.wall.as_secs())));
+    note(&format!(
+        "guest ran for {}",
+        util::human_secs(r.wall.as_secs())
+    ));
     let ktap_text = fs::read_to_string(out.join("ktap.txt")).unwrap_or_default();
     let report = ktap::parse(&ktap_text, "guest");
     let trouble = ktap::console_problems(&r.console);

@@ -49,14 +49,16 @@ pub fn build(tc: &Toolchain, k: &Kernel, jobs: usize) -> Result<Vec<Module>> {
     for f in util::files_below(&kdir)? {
         let ext = f.extension().and_then(|e| e.to_str()).unwrap_or("");
         let rel = f.strip_prefix(&kdir).unwrap_or(&f);
-        if matches!(ext, "rs" | "c" | "h") || rel == Path::new("Kbuild") {
-            if !root.join("modules/kernel").join(rel).exists() {
-                fs::remove_file(&f)?;
-            }
+        let source = matches!(ext, "rs" | "c" | "h") || rel == Path::new("Kbuild");
+        if source && !root.join("modules/kernel").join(rel).exists() {
+            fs::remove_file(&f)?;
         }
     }
     stage(&root.join("modules/kernel"), &kdir)?;
-    stage(&root.join("modules/policy/src"), &stage_dir.join("policy/src"))?;
+    stage(
+        &root.join("modules/policy/src"),
+        &stage_dir.join("policy/src"),
+    )?;
     let src = k.src.clone();
     run_logged(
         make(tc, &src, &k.build)
@@ -73,7 +75,10 @@ pub fn build(tc: &Toolchain, k: &Kernel, jobs: usize) -> Result<Vec<Module>> {
         let Some(rest) = line.trim().strip_prefix("obj-m") else {
             continue;
         };
-        for obj in rest.trim_start_matches([' ', '+', ':', '=']).split_whitespace() {
+        for obj in rest
+            .trim_start_matches([' ', '+', ':', '='])
+            .split_whitespace()
+        {
             let stem = obj.trim_end_matches(".o");
             let ko = kdir.join(format!("{stem}.ko"));
             if !ko.is_file() {
@@ -88,7 +93,10 @@ pub fn build(tc: &Toolchain, k: &Kernel, jobs: usize) -> Result<Vec<Module>> {
     }
     note(&format!(
         "modules: {}",
-        out.iter().map(|m| m.name.as_str()).collect::<Vec<_>>().join(", ")
+        out.iter()
+            .map(|m| m.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
     ));
     Ok(out)
 }
@@ -97,7 +105,10 @@ pub fn build(tc: &Toolchain, k: &Kernel, jobs: usize) -> Result<Vec<Module>> {
 mod tests {
     #[test]
     fn elevator_names_follow_module_names() {
-        assert_eq!(super::elevator_of("rust_deadline").as_deref(), Some("rust-deadline"));
+        assert_eq!(
+            super::elevator_of("rust_deadline").as_deref(),
+            Some("rust-deadline")
+        );
         assert_eq!(super::elevator_of("rust_bfq").as_deref(), Some("rust-bfq"));
         assert_eq!(super::elevator_of("ironlift_selftest"), None);
     }

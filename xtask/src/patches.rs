@@ -71,7 +71,11 @@ pub fn write_series(src: &Path, out: &Path, results: Option<&str>) -> Result<Vec
         listed_f.extend(c.files.iter().map(String::as_str));
     }
     for p in &add.patches {
-        let name = p.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        let name = p
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
         let n = listed_p.iter().filter(|x| **x == name).count();
         if n != 1 {
             bail!("modules/linux/patches/{name} is in {n} commits of series.toml; it must be in exactly one");
@@ -87,7 +91,12 @@ pub fn write_series(src: &Path, out: &Path, results: Option<&str>) -> Result<Vec
     let (name, email) = series
         .author
         .rsplit_once('<')
-        .map(|(n, e)| (n.trim().to_string(), e.trim_end_matches('>').trim().to_string()))
+        .map(|(n, e)| {
+            (
+                n.trim().to_string(),
+                e.trim_end_matches('>').trim().to_string(),
+            )
+        })
         .context("series.toml author must be 'Name <email>'")?;
     let index = src.join(".git").join("ironlift-series-index");
     let _ = fs::remove_file(&index);
@@ -119,7 +128,9 @@ pub fn write_series(src: &Path, out: &Path, results: Option<&str>) -> Result<Vec
                 &format!("100644,{},{f}", sha.trim()),
             ]))?;
         }
-        let tree = run(git(src, Some(&index)).arg("write-tree"))?.trim().to_string();
+        let tree = run(git(src, Some(&index)).arg("write-tree"))?
+            .trim()
+            .to_string();
         let msg = format!(
             "{}\n\n{}\n\nSigned-off-by: {} <{}>\n",
             c.subject.trim(),
@@ -147,13 +158,18 @@ pub fn write_series(src: &Path, out: &Path, results: Option<&str>) -> Result<Vec
     // Fill in the cover letter.
     let cover = files
         .iter()
-        .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("0000-")))
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("0000-"))
+        })
         .context("format-patch wrote no cover letter")?;
     let text = fs::read_to_string(cover)?;
-    let body = series
-        .cover
-        .body
-        .replace("{results}", results.unwrap_or("(no benchmark results given: run `cargo xtask qemu-bench` and pass --results DIR)"));
+    let body = series.cover.body.replace(
+        "{results}",
+        results.unwrap_or(
+            "(no benchmark results given: run `cargo xtask qemu-bench` and pass --results DIR)",
+        ),
+    );
     let text = text
         .replace("*** SUBJECT HERE ***", series.cover.subject.trim())
         .replace("*** BLURB HERE ***", body.trim());
@@ -182,9 +198,14 @@ pub fn run_cmd(src: &Path, out: &Path, results: Option<&Path>) -> Result<()> {
     step("Writing the kernel additions as a patch series");
     let table = match results {
         Some(dir) => {
-            let file = if dir.is_dir() { dir.join("results.json") } else { dir.to_path_buf() };
+            let file = if dir.is_dir() {
+                dir.join("results.json")
+            } else {
+                dir.to_path_buf()
+            };
             let res: crate::bench::ResultsFile = serde_json::from_str(
-                &fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?,
+                &fs::read_to_string(&file)
+                    .with_context(|| format!("reading {}", file.display()))?,
             )?;
             Some(format!(
                 "Measured with `cargo xtask qemu-bench` ({}; {} guest, kernel {}; \
@@ -210,7 +231,13 @@ pub fn run_cmd(src: &Path, out: &Path, results: Option<&Path>) -> Result<()> {
     for f in &files {
         let o = Command::new("perl")
             .current_dir(src)
-            .args(["scripts/checkpatch.pl", "--strict", "--no-tree", "--terse", "--showfile"])
+            .args([
+                "scripts/checkpatch.pl",
+                "--strict",
+                "--no-tree",
+                "--terse",
+                "--showfile",
+            ])
             .arg(f)
             .output()
             .context("running scripts/checkpatch.pl (perl)")?;
@@ -218,7 +245,10 @@ pub fn run_cmd(src: &Path, out: &Path, results: Option<&Path>) -> Result<()> {
         let name = f.file_name().unwrap_or_default().to_string_lossy();
         let summary = text.lines().last().unwrap_or("").to_string();
         note(&format!("{name}: {summary}"));
-        for l in text.lines().filter(|l| l.contains("ERROR") || l.contains("WARNING") || l.contains("CHECK")) {
+        for l in text
+            .lines()
+            .filter(|l| l.contains("ERROR") || l.contains("WARNING") || l.contains("CHECK"))
+        {
             if !l.starts_with("total:") {
                 note(&format!("    {l}"));
             }

@@ -112,9 +112,15 @@ impl Boot<'_> {
             cmdline.push_str(" tsc=unstable");
         }
         let mut c = Command::new(qemu_bin());
-        c.args(["-nographic", "-no-reboot", "-nodefaults", "-serial", "stdio"])
-            .args(["-smp", &self.cpus.to_string()])
-            .args(["-m", &format!("{}M", self.memory_mb)]);
+        c.args([
+            "-nographic",
+            "-no-reboot",
+            "-nodefaults",
+            "-serial",
+            "stdio",
+        ])
+        .args(["-smp", &self.cpus.to_string()])
+        .args(["-m", &format!("{}M", self.memory_mb)]);
         match self.accel {
             Accel::Kvm => c.args(["-accel", "kvm", "-cpu", "host"]),
             Accel::Tcg => c.args(["-accel", "tcg", "-cpu", "max"]),
@@ -151,7 +157,10 @@ impl Boot<'_> {
                     d.sata.display()
                 ))
                 .args(["-device", "ahci,id=ahci0"])
-                .args(["-device", "ide-hd,drive=hdd0,bus=ahci0.0,rotation_rate=7200"]);
+                .args([
+                    "-device",
+                    "ide-hd,drive=hdd0,bus=ahci0.0,rotation_rate=7200",
+                ]);
         }
         c.stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -258,7 +267,11 @@ pub fn choose_accel(kernel: &Kernel, cache: &Path, want: &str) -> Result<Accel> 
     h.add("kernel", kernel.key.as_bytes());
     let stamp = cache.join("accel-probe").join(h.hex());
     if let Ok(s) = fs::read_to_string(&stamp) {
-        let accel = if s.trim() == "kvm" { Accel::Kvm } else { Accel::Tcg };
+        let accel = if s.trim() == "kvm" {
+            Accel::Kvm
+        } else {
+            Accel::Tcg
+        };
         note(&format!(
             "accelerator: {} (probe result cached in {})",
             accel.name().to_uppercase(),

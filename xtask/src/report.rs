@@ -12,7 +12,9 @@ const PALETTE: &[&str] = &[
 ];
 
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 /// A grouped bar chart of IOPS relative to `none` for one device: a group
@@ -55,7 +57,11 @@ pub fn ratio_chart_svg(device: &str, rows: &[&Summary], schedulers: &[String]) -
     let mut g = 0.0;
     while g <= max_ratio + 1e-9 {
         let yy = y(g);
-        let stroke = if (g - 1.0).abs() < 1e-9 { "#000" } else { "#ddd" };
+        let stroke = if (g - 1.0).abs() < 1e-9 {
+            "#000"
+        } else {
+            "#ddd"
+        };
         let _ = write!(
             s,
             r#"<line x1="{left}" x2="{:.1}" y1="{yy:.1}" y2="{yy:.1}" stroke="{stroke}"/><text x="{:.1}" y="{:.1}" text-anchor="end">{g:.1}</text>"#,
@@ -74,7 +80,9 @@ pub fn ratio_chart_svg(device: &str, rows: &[&Summary], schedulers: &[String]) -
             else {
                 continue;
             };
-            let Some(ratio) = r.ratio_to_none else { continue };
+            let Some(ratio) = r.ratio_to_none else {
+                continue;
+            };
             let x = gx + si as f64 * bar_w;
             let color = PALETTE[si % PALETTE.len()];
             let _ = write!(
@@ -145,7 +153,11 @@ pub fn write(dir: &Path, res: &ResultsFile) -> Result<()> {
         if res.quick { ", `--quick`" } else { "" }
     );
     let _ = writeln!(md, "| schedulers | {} |", res.schedulers.join(", "));
-    let _ = writeln!(md, "| started / finished | {} / {} |", res.started, res.finished);
+    let _ = writeln!(
+        md,
+        "| started / finished | {} / {} |",
+        res.started, res.finished
+    );
     let _ = writeln!(
         md,
         "\nRuns are interleaved (every scheduler once per device, workload and repeat, \

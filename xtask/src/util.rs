@@ -11,10 +11,7 @@ use std::time::Instant;
 /// The workspace root (the folder holding the top-level Cargo.toml).
 pub fn repo_root() -> PathBuf {
     let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    manifest
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or(manifest)
+    manifest.parent().map(Path::to_path_buf).unwrap_or(manifest)
 }
 
 /// Prints a step header, so a user sees what is happening.
