@@ -236,6 +236,20 @@ fn sync_additions(src: &Path, add: &Additions) -> Result<()> {
     Ok(())
 }
 
+/// The lock on a cache tree.
+struct TreeLock(fs::File);
+
+impl TreeLock {
+    /// Trades the exclusive lock for a shared one, held until the process
+    /// exits.
+    fn downgrade(self) -> Result<()> {
+        self.0.unlock()?;
+        self.0.lock_shared()?;
+        std::mem::forget(self.0);
+        Ok(())
+    }
+}
+
 /// Debian's source in the cache, unpacked on first use: (base, src, version).
 fn debian_source(cache: &Path) -> Result<(PathBuf, PathBuf, String)> {
     let tarball = crate::deps::debian_kernel_tarball()?;
@@ -294,9 +308,10 @@ pub fn ensure(tc: &Toolchain, opts: &KernelOpts) -> Result<Kernel> {
         ));
         lock.lock()?;
     }
-    // Held until the process exits: the modules build and the guest use
-    // this tree too.
-    std::mem::forget(lock);
+    // Exclusive while we check and build; shared (see `downgrade`) while
+    // the modules build and the guest use the tree, so several runs of the
+    // same tree can boot side by side but none rebuilds under another.
+    let lock = TreeLock(lock);
 
     let mut h = Hasher::new();
     h.add("source", source_id.as_bytes());
@@ -390,6 +405,7 @@ pub fn ensure(tc: &Toolchain, opts: &KernelOpts) -> Result<Kernel> {
     )
     .context("the kernel build failed: its tail is above; fix the error (or the additions in modules/linux) and run again, the build resumes incrementally")?;
     fs::write(&key_file, &key)?;
+    lock.downgrade()?;
     let release = release(&build)?;
     note(&format!(
         "built {release} in {}",

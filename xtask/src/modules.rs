@@ -38,11 +38,17 @@ fn stage(from: &Path, to: &Path) -> Result<()> {
 
 pub fn build(tc: &Toolchain, k: &Kernel, jobs: usize) -> Result<Vec<Module>> {
     let root = util::repo_root();
-    let stage_dir = k
-        .build
-        .parent()
-        .unwrap_or(&k.build)
-        .join(format!("modules-{}", k.flavor.name()));
+    let stage_dir =
+        k.build
+            .parent()
+            .unwrap_or(&k.build)
+            .join(format!("modules-{}-{}", k.flavor.name(), {
+                // One staging folder per clone, so clones sharing a cache
+                // don't build into each other's folder.
+                let mut h = util::Hasher::new();
+                h.add("root", root.to_string_lossy().as_bytes());
+                h.hex()[..8].to_string()
+            }));
     step(&format!("Building modules/kernel against {}", k.release));
     let kdir = stage_dir.join("kernel");
     // Sources removed from the repo must not linger as stale objects.

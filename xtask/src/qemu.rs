@@ -32,37 +32,44 @@ impl Accel {
 }
 
 /// The disks QEMU attaches, besides null_blk which the guest makes itself.
-#[derive(Clone, Debug)]
+/// Each run gets its own sparse images (QEMU locks images, and tests write
+/// to them), removed when the run ends.
+#[derive(Debug)]
 pub struct Disks {
     pub nvme: PathBuf,
     pub virtio: PathBuf,
     pub sata: PathBuf,
+    dir: PathBuf,
+}
+
+impl Drop for Disks {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.dir);
+    }
 }
 
 /// Size of each disk image (sparse).
 const DISK_BYTES: u64 = 2 << 30;
 
-/// Creates the backing files (sparse, raw) if missing.
+/// Creates this run's backing files (sparse, raw).
 pub fn disks(cache: &Path) -> Result<Disks> {
-    let dir = cache.join("disks");
+    let dir = cache
+        .join("disks")
+        .join(format!("run-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
     fs::create_dir_all(&dir)?;
     let mk = |name: &str| -> Result<PathBuf> {
         let p = dir.join(name);
-        let f = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&p)
-            .with_context(|| format!("creating disk image {}", p.display()))?;
-        if f.metadata()?.len() != DISK_BYTES {
-            f.set_len(DISK_BYTES)?;
-        }
+        let f =
+            fs::File::create(&p).with_context(|| format!("creating disk image {}", p.display()))?;
+        f.set_len(DISK_BYTES)?;
         Ok(p)
     };
     Ok(Disks {
         nvme: mk("nvme.img")?,
         virtio: mk("virtio.img")?,
         sata: mk("sata-hdd.img")?,
+        dir,
     })
 }
 
