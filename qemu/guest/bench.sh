@@ -4,8 +4,14 @@
 # line, in the given (interleaved) order. Each line:
 #   id <TAB> device path <TAB> scheduler <TAB> workload <TAB> fio arguments
 # Results: /run/out/runs/<id>.json, or <id>.err saying what went wrong.
+# Suites of another kind have their own runner (job.env: SUITE_KIND).
 . "$(dirname "$(readlink -f "$0")")/lib.sh"
 [ -f /run/out/job.env ] && . /run/out/job.env
+case "${SUITE_KIND:-fio}" in
+fio) ;;
+startup) exec "$(dirname "$(readlink -f "$0")")/startup.sh" ;;
+*) say "unknown suite kind '$SUITE_KIND'"; exit 1 ;;
+esac
 
 plan=/run/out/plan.tsv
 mkdir -p /run/out/runs

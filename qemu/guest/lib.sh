@@ -24,24 +24,48 @@ set_sched() {
 	[ "$(current_sched "$1")" = "$2" ]
 }
 
-# Creates null_blk device nullb0 through configfs from NULLB_* settings.
+# Creates null_blk device nullb<index> through configfs. Settings come from
+# <prefix>_* variables (NULLB_* for nullb0, NULLB1_* for nullb1, ...).
 make_nullb() {
-	local d=/sys/kernel/config/nullb/nullb0
+	local idx=${1:-0} pre=${2:-NULLB}
+	local d=/sys/kernel/config/nullb/nullb$idx
+	local size="${pre}_SIZE_MB" mem="${pre}_MEMORY_BACKED" irq="${pre}_IRQMODE"
+	local cns="${pre}_COMPLETION_NSEC" qd="${pre}_HW_QUEUE_DEPTH" sq="${pre}_SUBMIT_QUEUES"
 	[ -d /sys/kernel/config/nullb ] || { say "no null_blk configfs"; return 1; }
 	mkdir -p "$d" || return 1
-	echo "${NULLB_SIZE_MB:-1024}" > "$d/size"
-	echo "${NULLB_MEMORY_BACKED:-0}" > "$d/memory_backed"
-	echo "${NULLB_IRQMODE:-1}" > "$d/irqmode"
-	echo "${NULLB_COMPLETION_NSEC:-10000}" > "$d/completion_nsec"
-	echo "${NULLB_HW_QUEUE_DEPTH:-64}" > "$d/hw_queue_depth"
-	echo "${NULLB_SUBMIT_QUEUES:-1}" > "$d/submit_queues"
+	echo "${!size:-1024}" > "$d/size"
+	echo "${!mem:-0}" > "$d/memory_backed"
+	echo "${!irq:-1}" > "$d/irqmode"
+	echo "${!cns:-10000}" > "$d/completion_nsec"
+	echo "${!qd:-64}" > "$d/hw_queue_depth"
+	echo "${!sq:-1}" > "$d/submit_queues"
 	echo 512 > "$d/blocksize"
 	echo 2 > "$d/queue_mode"
 	echo 1 > "$d/power" || return 1
 	local i
-	for i in $(seq 50); do [ -b /dev/nullb0 ] && return 0; sleep 0.1; done
-	say "nullb0 did not appear"
+	for i in $(seq 50); do [ -b "/dev/nullb$idx" ] && return 0; sleep 0.1; done
+	say "nullb$idx did not appear"
 	return 1
+}
+
+# nullb0, then each extra device NULLB_EXTRA names by index (job.env gives
+# their NULLB<i>_* settings; configs/devices/guest.toml describes them).
+make_nullbs() {
+	make_nullb 0 NULLB || return 1
+	local i
+	for i in $NULLB_EXTRA; do
+		make_nullb "$i" "NULLB$i" || return 1
+		say "nullb$i: $(nullb_describe "$i")"
+	done
+}
+
+# One line describing a null_blk device as configfs holds it.
+nullb_describe() {
+	local d=/sys/kernel/config/nullb/nullb$1 a out=""
+	for a in size memory_backed irqmode completion_nsec hw_queue_depth; do
+		out="$out $a=$(cat "$d/$a")"
+	done
+	echo "${out# }"
 }
 
 setup_guest() {
@@ -55,7 +79,7 @@ setup_guest() {
 			return 1
 		fi
 	done
-	make_nullb || return 1
+	make_nullbs || return 1
 	local dev
 	for dev in $DEVICES; do
 		local i

@@ -5,7 +5,9 @@
 # case per device (or device x scheduler).
 #
 # job.env gives DEVICES (block device paths), SCHEDULERS (every scheduler
-# that must be offered) and TESTS (which top-level tests to run, default all).
+# that must be offered), TESTS (which top-level tests to run, default all),
+# SLOW_DEV (the slow, shallow null_blk device) and FAIRNESS_SCHEDULERS (the
+# schedulers the fairness test judges: bfq, and rust-bfq once it is built).
 . "$(dirname "$(readlink -f "$0")")/lib.sh"
 [ -f /run/out/job.env ] && . /run/out/job.env
 
@@ -14,7 +16,7 @@ KTAP=/run/out/ktap.txt
 out() { echo "$*" | tee -a "$KTAP"; }
 fio_q() { fio --minimal --output=/tmp/fio.out "$@" < /dev/null > /tmp/fio.log 2>&1; }
 
-ALL_TESTS="policy_selftest select_every_scheduler write_verify switch_under_io kmemleak"
+ALL_TESTS="policy_selftest select_every_scheduler write_verify switch_under_io fairness kmemleak"
 TESTS=${TESTS:-$ALL_TESTS}
 
 # --- policy_selftest: the policy crate's checks, run inside the kernel by
@@ -115,6 +117,107 @@ switch_under_io() {
 		else
 			out "    # $(devname "$dev"): fio failed=$failed, $switches switches, new I/O errors: $((after - before)); $(tail -2 /tmp/fio.log | tr '\n' ' ')"
 			out "    not ok $n $(devname "$dev")"
+		fi
+	done
+}
+
+# --- fairness: two sequential readers (dd, direct I/O, 16 KiB) on the slow
+# device, started together, one under `ionice -c2 -n4` and one under
+# `ionice -c2 -n0`. BFQ maps a best-effort level to the weight
+# (IOPRIO_NR_LEVELS - level) * BFQ_WEIGHT_CONVERSION_COEFF (bfq_ioprio_to_weight
+# in block/bfq-wf2q.c): 40 and 80, so the level-0 reader is owed twice the
+# bytes. Bytes are read from dd (SIGUSR1) at the end of a warm-up and
+# FAIR_SECS later; ok when level-0 bytes / level-4 bytes is within 15 % of 2.
+# FAIRNESS_CONTROL schedulers (no weights) are measured the same way and
+# only reported, to show what the test tells apart.
+FAIR_SECS=${FAIR_SECS:-20}
+FAIR_WARMUP=${FAIR_WARMUP:-3}
+FAIRNESS_SCHEDULERS=${FAIRNESS_SCHEDULERS:-bfq}
+FAIRNESS_CONTROL=${FAIRNESS_CONTROL-mq-deadline}
+
+# Bytes a running dd has copied: SIGUSR1 makes it print a "... copied" line.
+dd_bytes() { # pid stderr-file
+	local before after i
+	before=$(grep -c ' copied' "$2")
+	kill -USR1 "$1" 2>/dev/null || return 1
+	for i in $(seq 200); do
+		after=$(grep -c ' copied' "$2")
+		[ "$after" -gt "$before" ] && break
+		sleep 0.05
+	done
+	[ "$after" -gt "$before" ] || return 1
+	grep ' copied' "$2" | tail -1 | cut -d' ' -f1
+}
+
+# Sets FAIR_HI and FAIR_LO (bytes of the level-0 and level-4 readers over
+# FAIR_SECS), or FAIR_ERR.
+fair_measure() { # scheduler
+	local dev=$SLOW_DEV p_lo p_hi lo0 hi0 lo1 hi1
+	FAIR_HI=""; FAIR_LO=""; FAIR_ERR=""
+	if ! set_sched "$dev" "$1"; then
+		FAIR_ERR="cannot select $1 (offered: $(schedulers_of "$dev" | tr '\n' ' '))"
+		return 1
+	fi
+	# Half a device apart: 20 s at 16 KiB per ms stays well inside each half.
+	local half=$(( $(blockdev --getsize64 "$dev") / 2 / 16384 ))
+	ionice -c2 -n4 dd if="$dev" of=/dev/null bs=16k iflag=direct count=$half \
+		2> /tmp/fair.lo &
+	p_lo=$!
+	ionice -c2 -n0 dd if="$dev" of=/dev/null bs=16k iflag=direct count=$half \
+		skip=$half 2> /tmp/fair.hi &
+	p_hi=$!
+	sleep "$FAIR_WARMUP"
+	if lo0=$(dd_bytes $p_lo /tmp/fair.lo) && hi0=$(dd_bytes $p_hi /tmp/fair.hi); then
+		sleep "$FAIR_SECS"
+		if lo1=$(dd_bytes $p_lo /tmp/fair.lo) && hi1=$(dd_bytes $p_hi /tmp/fair.hi); then
+			FAIR_LO=$((lo1 - lo0)); FAIR_HI=$((hi1 - hi0))
+		fi
+	fi
+	kill $p_lo $p_hi 2>/dev/null
+	wait $p_lo $p_hi 2>/dev/null
+	if [ -z "$FAIR_LO" ]; then
+		FAIR_ERR="a reader stopped early: $(tail -1 /tmp/fair.lo) / $(tail -1 /tmp/fair.hi)"
+		return 1
+	fi
+	if [ "$FAIR_LO" -le 0 ]; then
+		FAIR_ERR="the level-4 reader read nothing in ${FAIR_SECS}s (level 0: $FAIR_HI bytes)"
+		return 1
+	fi
+}
+
+fair_line() { # scheduler
+	awk -v s="$1" -v h="$FAIR_HI" -v l="$FAIR_LO" -v t="$FAIR_SECS" 'BEGIN {
+		printf "%s: level 0 (weight 80) %.1f MB, level 4 (weight 40) %.1f MB in %d s (%.2f MB/s together): ratio %.3f (want 2, +-15 %%: 1.70..2.30)",
+			s, h / 1e6, l / 1e6, t, (h + l) / 1e6 / t, h / l }'
+}
+
+fairness() {
+	local n=0 s
+	if [ -z "$SLOW_DEV" ] || [ ! -b "$SLOW_DEV" ]; then
+		out "    1..1"
+		out "    not ok 1 slow_device # no slow device (SLOW_DEV='$SLOW_DEV')"
+		return
+	fi
+	out "    # $(devname "$SLOW_DEV"): $(nullb_describe "${SLOW_DEV#/dev/nullb}" 2>/dev/null)"
+	out "    1..$(echo $FAIRNESS_SCHEDULERS | wc -w)"
+	for s in $FAIRNESS_CONTROL; do
+		if fair_measure "$s"; then
+			out "    # control, not judged: $(fair_line "$s")"
+		else
+			out "    # control $s: $FAIR_ERR"
+		fi
+	done
+	for s in $FAIRNESS_SCHEDULERS; do
+		n=$((n + 1))
+		if ! fair_measure "$s"; then
+			out "    not ok $n $s # $FAIR_ERR"
+			continue
+		fi
+		out "    # $(fair_line "$s")"
+		if awk -v h="$FAIR_HI" -v l="$FAIR_LO" 'BEGIN { r = h / l; exit !(r >= 1.7 && r <= 2.3) }'; then
+			out "    ok $n $s"
+		else
+			out "    not ok $n $s # ratio outside 1.70..2.30"
 		fi
 	done
 }

@@ -11,13 +11,30 @@ use std::path::Path;
 pub const SCHEMA: &str = "ironlift-bench/1";
 
 #[derive(Deserialize, Debug, Clone)]
+#[serde(deny_unknown_fields)]
 pub struct Suite {
     pub name: String,
+    /// What the suite runs: fio workloads (the default), or the start-up
+    /// latency benchmark (`xtask/src/startup.rs`).
+    #[serde(default)]
+    pub kind: SuiteKind,
     pub description: String,
     pub devices: Vec<String>,
     pub full: Timing,
     pub quick: Timing,
+    #[serde(default)]
     pub workload: Vec<Workload>,
+    /// The start-up benchmark's settings (kind = "startup").
+    #[serde(default)]
+    pub startup: Option<crate::startup::StartupSpec>,
+}
+
+#[derive(Deserialize, Serialize, Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum SuiteKind {
+    #[default]
+    Fio,
+    Startup,
 }
 
 #[derive(Deserialize, Serialize, Debug, Clone, Copy)]
@@ -37,6 +54,69 @@ pub struct Workload {
 pub struct Device {
     pub path: String,
     pub kind: String,
+    /// For a null_blk device the guest makes besides `/dev/nullb0` (which the
+    /// job's own `NULLB_*` settings shape): how to make it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub null_blk: Option<NullBlk>,
+}
+
+/// configfs settings of an extra null_blk device (see the kernel's
+/// Documentation/block/null_blk.rst).
+#[derive(Deserialize, Serialize, Debug, Clone, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct NullBlk {
+    pub size_mb: u64,
+    pub memory_backed: bool,
+    /// 0 none, 1 softirq, 2 timer (`completion_nsec` after submission).
+    pub irqmode: u32,
+    pub completion_nsec: u64,
+    pub hw_queue_depth: u32,
+}
+
+/// The null_blk index of a `/dev/nullb<N>` path.
+fn nullb_index(path: &str) -> Option<u32> {
+    path.strip_prefix("/dev/nullb")?.parse().ok()
+}
+
+/// job.env lines that make the guest create every extra null_blk device in
+/// `devices` (lib.sh `make_nullbs`): `NULLB_EXTRA` lists the indices, and
+/// `NULLB<i>_*` holds each one's settings.
+pub fn nullb_env<'a>(
+    devices: impl IntoIterator<Item = (&'a String, &'a Device)>,
+) -> Result<String> {
+    let mut idx = Vec::new();
+    let mut s = String::new();
+    for (name, d) in devices {
+        let Some(n) = &d.null_blk else { continue };
+        let i = match nullb_index(&d.path) {
+            Some(i) if i >= 1 => i,
+            _ => bail!(
+                "device {name:?}: a [{name}.null_blk] device must be /dev/nullb<N> with N >= 1 \
+                 (nullb0 is the job's own), not {:?}",
+                d.path
+            ),
+        };
+        if idx.contains(&i) {
+            bail!("device {name:?}: two null_blk devices are {}", d.path);
+        }
+        if n.irqmode > 2 || n.hw_queue_depth == 0 || n.size_mb == 0 {
+            bail!(
+                "device {name:?}: null_blk needs irqmode 0..=2, hw_queue_depth >= 1, size_mb >= 1"
+            );
+        }
+        idx.push(i);
+        s.push_str(&format!(
+            "NULLB{i}_SIZE_MB={}\nNULLB{i}_MEMORY_BACKED={}\nNULLB{i}_IRQMODE={}\n\
+             NULLB{i}_COMPLETION_NSEC={}\nNULLB{i}_HW_QUEUE_DEPTH={}\n",
+            n.size_mb,
+            u8::from(n.memory_backed),
+            n.irqmode,
+            n.completion_nsec,
+            n.hw_queue_depth
+        ));
+    }
+    let list: Vec<String> = idx.iter().map(|i| i.to_string()).collect();
+    Ok(format!("NULLB_EXTRA='{}'\n{s}", list.join(" ")))
 }
 
 /// Loads `configs/suites/<name>.toml`.
@@ -48,7 +128,32 @@ pub fn load_suite(root: &Path, name: &str) -> Result<Suite> {
             p.display()
         )
     })?;
-    toml::from_str(&text).with_context(|| format!("parsing {}", p.display()))
+    let suite: Suite = toml::from_str(&text).with_context(|| format!("parsing {}", p.display()))?;
+    match suite.kind {
+        SuiteKind::Fio if suite.workload.is_empty() => {
+            bail!("{}: a fio suite needs [[workload]] entries", p.display())
+        }
+        SuiteKind::Fio if suite.startup.is_some() => {
+            bail!(
+                "{}: [startup] belongs to kind = \"startup\" suites",
+                p.display()
+            )
+        }
+        SuiteKind::Startup if suite.startup.is_none() => {
+            bail!(
+                "{}: kind = \"startup\" needs a [startup] table",
+                p.display()
+            )
+        }
+        SuiteKind::Startup if !suite.workload.is_empty() => {
+            bail!(
+                "{}: a startup suite has no [[workload]] entries",
+                p.display()
+            )
+        }
+        _ => {}
+    }
+    Ok(suite)
 }
 
 /// Loads `configs/devices/guest.toml`.
@@ -460,6 +565,39 @@ mod tests {
         let bfq = s.iter().find(|x| x.scheduler == "bfq").unwrap();
         assert!((bfq.ratio_to_none.unwrap() - 0.55).abs() < 1e-9);
         assert_eq!(bfq.runs, 2);
+    }
+
+    #[test]
+    fn extra_null_blk_devices_become_job_env() {
+        let all = load_devices(&crate::util::repo_root()).unwrap();
+        let slow = &all["nullb-slow"];
+        assert_eq!(slow.path, "/dev/nullb1");
+        let env = nullb_env(&all).unwrap();
+        assert!(env.starts_with("NULLB_EXTRA='1'\n"), "{env}");
+        assert!(env.contains("NULLB1_IRQMODE=2\n"));
+        assert!(env.contains("NULLB1_MEMORY_BACKED=1\n"));
+        let n = slow.null_blk.as_ref().unwrap();
+        assert!(env.contains(&format!("NULLB1_COMPLETION_NSEC={}\n", n.completion_nsec)));
+        assert!(env.contains(&format!("NULLB1_HW_QUEUE_DEPTH={}\n", n.hw_queue_depth)));
+        // Devices without a null_blk table add nothing; nullb0 is the job's.
+        let plain: BTreeMap<String, Device> = all
+            .iter()
+            .filter(|(_, d)| d.null_blk.is_none())
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        assert_eq!(nullb_env(&plain).unwrap(), "NULLB_EXTRA=''\n");
+        let mut bad = BTreeMap::new();
+        let mut d = slow.clone();
+        d.path = "/dev/nullb0".into();
+        bad.insert("x".to_string(), d.clone());
+        assert!(nullb_env(&bad).is_err());
+        d.path = "/dev/nullb2".into();
+        bad.insert("x".to_string(), d.clone());
+        bad.insert("y".to_string(), d.clone());
+        assert!(nullb_env(&bad).is_err(), "two devices at one index");
+        // A device without a null_blk table serializes as before.
+        let j = serde_json::to_string(&all["nvme"]).unwrap();
+        assert!(!j.contains("null_blk"));
     }
 
     #[test]

@@ -12,6 +12,7 @@ mod modules;
 mod patches;
 mod qemu;
 mod report;
+mod startup;
 mod util;
 
 use anyhow::{bail, Context, Result};
@@ -307,6 +308,9 @@ fn qemu_bench(o: BenchOpts) -> Result<()> {
     let root = util::repo_root();
     let suite = bench::load_suite(&root, &o.suite)?;
     let all_devices = bench::load_devices(&root)?;
+    if suite.kind == bench::SuiteKind::Startup {
+        return startup_bench(o, suite, all_devices, started_at);
+    }
     let p = prepare(&o.k, &o.g)?;
     let mut timing = if o.quick { suite.quick } else { suite.full };
     if let Some(r) = o.repeats {
@@ -354,7 +358,7 @@ fn qemu_bench(o: BenchOpts) -> Result<()> {
     fs::write(
         out.join("job.env"),
         format!(
-            "MODULES='{}'\nDEVICES='{}'\nNULLB_MEMORY_BACKED=0\nNULLB_SIZE_MB=1024\nNULLB_IRQMODE=1\n",
+            "MODULES='{}'\nDEVICES='{}'\nNULLB_MEMORY_BACKED=0\nNULLB_SIZE_MB=1024\nNULLB_IRQMODE=1\n{}",
             shell_words(
                 p.modules
                     .iter()
@@ -362,6 +366,7 @@ fn qemu_bench(o: BenchOpts) -> Result<()> {
                     .map(|m| m.path.display().to_string())
             ),
             shell_words(used.values().map(|d| d.path.clone())),
+            bench::nullb_env(&used)?,
         ),
     )?;
     let per_run = timing.runtime_s + timing.ramp_s + 6;
@@ -475,23 +480,218 @@ fn qemu_bench(o: BenchOpts) -> Result<()> {
     Ok(())
 }
 
+/// `qemu-bench` for a `kind = "startup"` suite: start-up time under
+/// background readers, per scheduler (see xtask/src/startup.rs).
+fn startup_bench(
+    o: BenchOpts,
+    suite: bench::Suite,
+    all_devices: std::collections::BTreeMap<String, bench::Device>,
+    started_at: Instant,
+) -> Result<()> {
+    let root = util::repo_root();
+    let spec = suite
+        .startup
+        .clone()
+        .context("startup suite without [startup]")?;
+    spec.validate()?;
+    let mut timing = if o.quick { suite.quick } else { suite.full };
+    if let Some(r) = o.repeats {
+        timing.repeats = r.max(1);
+    }
+    if let Some(r) = o.runtime {
+        timing.runtime_s = r.max(1);
+    }
+    let devices = o.devices.clone().unwrap_or_else(|| suite.devices.clone());
+    for d in &devices {
+        if !all_devices.contains_key(d) {
+            bail!(
+                "unknown device {d:?}; known: {}",
+                all_devices.keys().cloned().collect::<Vec<_>>().join(", ")
+            );
+        }
+    }
+    let p = prepare(&o.k, &o.g)?;
+    let schedulers: Vec<String> = o.schedulers.clone().unwrap_or_else(|| {
+        BUILTIN_SCHEDULERS
+            .iter()
+            .map(|s| s.to_string())
+            .chain(elevators(&p))
+            .collect()
+    });
+    for need in startup::REFERENCES
+        .iter()
+        .map(|s| s.to_string())
+        .chain(elevators(&p))
+    {
+        if !schedulers.contains(&need) {
+            bail!(
+                "--schedulers must include {need}: start-up times are compared with \
+                 mq-deadline and bfq, and every rust-* elevator built is measured"
+            );
+        }
+    }
+    let plan = startup::plan(&devices, &schedulers, timing.repeats);
+    let out = match &o.out {
+        Some(d) => d.clone(),
+        None => root.join("results").join(format!(
+            "{}-{}-{}{}",
+            now("+%Y-%m-%dT%H%M"),
+            p.kernel.release,
+            suite.name,
+            if o.quick { "-quick" } else { "" }
+        )),
+    };
+    let _ = fs::remove_dir_all(out.join("runs"));
+    fs::create_dir_all(out.join("runs"))?;
+    fs::write(
+        out.join("plan.tsv"),
+        startup::plan_tsv(&plan, &all_devices)?,
+    )?;
+    let used: std::collections::BTreeMap<String, bench::Device> = devices
+        .iter()
+        .filter_map(|d| all_devices.get(d).map(|x| (d.clone(), x.clone())))
+        .collect();
+    fs::write(
+        out.join("job.env"),
+        format!(
+            "MODULES='{}'\nDEVICES='{}'\nNULLB_MEMORY_BACKED=0\nNULLB_SIZE_MB=1024\nNULLB_IRQMODE=1\n{}{}",
+            shell_words(
+                p.modules
+                    .iter()
+                    .filter(|m| m.elevator.is_some())
+                    .map(|m| m.path.display().to_string())
+            ),
+            shell_words(used.values().map(|d| d.path.clone())),
+            bench::nullb_env(&used)?,
+            spec.job_env(&timing),
+        ),
+    )?;
+    // Setup (mkfs, files) plus, per run, fio's start, the head start and a
+    // start-up of some seconds; the timeout allows every run its cap.
+    let estimate = 120 + plan.len() as u64 * (timing.ramp_s as u64 + 25);
+    let timeout = 600 + plan.len() as u64 * (timing.runtime_s as u64 + timing.ramp_s as u64 + 60);
+    step(&format!(
+        "Benchmark {}: {} runs ({} repeats × {} devices × {} schedulers), ~{} under {}",
+        suite.name,
+        plan.len(),
+        timing.repeats,
+        devices.len(),
+        schedulers.len(),
+        util::human_secs(estimate),
+        p.accel.name().to_uppercase()
+    ));
+    note(&format!("results: {}", out.display()));
+    let started = now("-Iseconds");
+    let boot = qemu::Boot {
+        kernel: &p.kernel,
+        accel: p.accel,
+        disks: Some(&p.disks),
+        out: &out,
+        job: "bench",
+        timeout: Duration::from_secs(timeout),
+        console_log: out.join("console.log"),
+        memory_mb: o.g.memory,
+        cpus: o.g.cpus,
+        cmdline_extra: String::new(),
+    };
+    let r = boot.run()?;
+    let finished = now("-Iseconds");
+    let runs: Vec<startup::StartupRun> = plan
+        .iter()
+        .map(|pr| {
+            let (ok, error, measured) = startup::read_run(&out.join("runs"), &pr.id);
+            startup::StartupRun {
+                run: pr.clone(),
+                ok,
+                error,
+                measured,
+            }
+        })
+        .collect();
+    let summary = startup::summarize(&runs, &schedulers);
+    let res = startup::StartupResults {
+        schema: startup::SCHEMA.into(),
+        suite: suite.name.clone(),
+        suite_description: suite.description.clone(),
+        quick: o.quick,
+        started,
+        finished,
+        kernel_release: p.kernel.release.clone(),
+        kernel_key: p.kernel.key.clone(),
+        accel: p.accel.name().into(),
+        host: host_description(),
+        guest_cpus: o.g.cpus,
+        guest_memory_mb: o.g.memory,
+        timing,
+        startup: spec,
+        schedulers,
+        devices: used,
+        runs,
+        summary,
+    };
+    fs::write(
+        out.join("results.json"),
+        serde_json::to_string_pretty(&res)?,
+    )?;
+    startup::write_report(&out, &res)?;
+    println!("{}", startup::table_markdown(&res));
+    note(&format!(
+        "report: {}  (wall time {})",
+        out.join("report.md").display(),
+        util::human_secs(started_at.elapsed().as_secs())
+    ));
+    let failed = res.runs.iter().filter(|r| !r.ok).count();
+    let trouble = ktap::console_problems(&r.console);
+    if r.timed_out {
+        bail!(
+            "the guest did not finish within {}s; console log: {}",
+            boot.timeout.as_secs(),
+            boot.console_log.display()
+        );
+    }
+    if !trouble.is_empty() {
+        bail!(
+            "the kernel reported trouble during the benchmark:\n{}\nconsole log: {}",
+            trouble.join("\n---\n"),
+            boot.console_log.display()
+        );
+    }
+    if failed > 0 {
+        bail!(
+            "{failed} of {} runs failed (see the report and runs/*.err)",
+            res.runs.len()
+        );
+    }
+    Ok(())
+}
+
 fn rerender(path: &Path) -> Result<()> {
     let file = if path.is_dir() {
         path.join("results.json")
     } else {
         path.to_path_buf()
     };
-    let res: bench::ResultsFile = serde_json::from_str(
-        &fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?,
-    )
-    .with_context(|| {
+    let text = fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+    let dir = file.parent().unwrap_or(Path::new("."));
+    let schema = serde_json::from_str::<serde_json::Value>(&text)
+        .ok()
+        .and_then(|v| v.get("schema")?.as_str().map(str::to_string))
+        .unwrap_or_default();
+    if schema == startup::SCHEMA {
+        let res: startup::StartupResults = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a valid {schema} file", file.display()))?;
+        startup::write_report(dir, &res)?;
+        println!("{}", startup::table_markdown(&res));
+        note(&format!("wrote {}", dir.join("report.md").display()));
+        return Ok(());
+    }
+    let res: bench::ResultsFile = serde_json::from_str(&text).with_context(|| {
         format!(
             "{} is not an {} results file",
             file.display(),
             bench::SCHEMA
         )
     })?;
-    let dir = file.parent().unwrap_or(Path::new("."));
     report::write(dir, &res)?;
     println!("{}", bench::table_markdown(&res));
     note(&format!("wrote {}", dir.join("report.md").display()));
@@ -522,8 +722,21 @@ const GUEST_TESTS: &[&str] = &[
     "select_every_scheduler",
     "write_verify",
     "switch_under_io",
+    "fairness",
     "kmemleak",
 ];
+
+/// The device (a name in configs/devices/guest.toml) of the fairness test
+/// and the startup suite: slow and shallow, so requests wait in the scheduler.
+const SLOW_DEVICE: &str = "nullb-slow";
+
+/// The schedulers the fairness test judges: C BFQ, and the Rust one once
+/// modules/kernel/Kbuild builds it (then it must be offered and pass).
+fn fairness_schedulers(elevators: &[String]) -> Vec<String> {
+    std::iter::once("bfq".to_string())
+        .chain(elevators.iter().filter(|e| *e == "rust-bfq").cloned())
+        .collect()
+}
 
 fn test(
     k: &KernelArgs,
@@ -623,11 +836,15 @@ fn guest_tests(k: &KernelArgs, g: &GuestArgs, tests: &[String]) -> Result<GuestO
         .find(|m| m.name == "ironlift_selftest")
         .map(|m| m.path.display().to_string())
         .unwrap_or_default();
+    let slow = devices
+        .get(SLOW_DEVICE)
+        .with_context(|| format!("configs/devices/guest.toml has no {SLOW_DEVICE:?}"))?;
     fs::write(
         out.join("job.env"),
         format!(
             "MODULES='{}'\nSELFTEST_MODULE='{}'\nDEVICES='{}'\nSCHEDULERS='{}'\nTESTS='{}'\n\
-             NULLB_MEMORY_BACKED=1\nNULLB_SIZE_MB=512\nNULLB_IRQMODE=1\n",
+             NULLB_MEMORY_BACKED=1\nNULLB_SIZE_MB=512\nNULLB_IRQMODE=1\n\
+             SLOW_DEV='{}'\nFAIRNESS_SCHEDULERS='{}'\n{}",
             shell_words(
                 p.modules
                     .iter()
@@ -638,6 +855,9 @@ fn guest_tests(k: &KernelArgs, g: &GuestArgs, tests: &[String]) -> Result<GuestO
             shell_words(dev_paths),
             shell_words(schedulers.clone()),
             shell_words(tests.iter().cloned()),
+            slow.path,
+            shell_words(fairness_schedulers(&elevators(&p))),
+            bench::nullb_env(&devices)?,
         ),
     )?;
     step(&format!(
@@ -698,4 +918,33 @@ fn guest_tests(k: &KernelArgs, g: &GuestArgs, tests: &[String]) -> Result<GuestO
         skipped,
         problems,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn fairness_judges_rust_bfq_once_built() {
+        let v = |xs: &[&str]| xs.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(super::fairness_schedulers(&[]), v(&["bfq"]));
+        assert_eq!(
+            super::fairness_schedulers(&v(&["rust-deadline"])),
+            v(&["bfq"])
+        );
+        assert_eq!(
+            super::fairness_schedulers(&v(&["rust-deadline", "rust-bfq"])),
+            v(&["bfq", "rust-bfq"])
+        );
+    }
+
+    #[test]
+    fn guest_test_names_match_tests_sh() {
+        let sh =
+            std::fs::read_to_string(crate::util::repo_root().join("qemu/guest/tests.sh")).unwrap();
+        let line = sh
+            .lines()
+            .find_map(|l| l.strip_prefix("ALL_TESTS=\""))
+            .expect("ALL_TESTS in tests.sh");
+        let names: Vec<&str> = line.trim_end_matches('"').split_whitespace().collect();
+        assert_eq!(names, super::GUEST_TESTS);
+    }
 }

@@ -1,0 +1,161 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# The "startup" suite: application start-up time under background I/O.
+#
+# On each device of the plan: ext4, an application stand-in (STARTUP_FILES
+# small files in STARTUP_DIRS directories) and one large file per greedy
+# reader. Each plan line is one run:
+#   select the scheduler, set nr_requests, drop caches, start the
+#   STARTUP_READERS sequential readers (one fio process each, direct I/O,
+#   wrapping round their file), wait until they do I/O and STARTUP_RAMP_S
+#   more, drop caches again, then time reading the application's files cold
+#   (tar of the folder into a pipe), then stop the readers.
+# Plan lines (plan.tsv): id <TAB> device <TAB> scheduler <TAB> startup <TAB> -
+# Results: /run/out/runs/<id>.json (the start-up), <id>.readers.json (fio's
+# JSON for the readers), or <id>.err saying what went wrong.
+. "$(dirname "$(readlink -f "$0")")/lib.sh"
+[ -f /run/out/job.env ] && . /run/out/job.env
+
+plan=/run/out/plan.tsv
+mkdir -p /run/out/runs
+: "${STARTUP_FILES:=150}" "${STARTUP_DIRS:=6}"
+: "${STARTUP_FILE_KB_MIN:=4}" "${STARTUP_FILE_KB_MAX:=64}"
+: "${STARTUP_READERS:=4}" "${STARTUP_READER_MB:=64}"
+: "${STARTUP_READER_FIO:=--rw=read --bs=64k --direct=1 --ioengine=libaio --iodepth=2}"
+: "${STARTUP_NR_REQUESTS:=64}" "${STARTUP_RAMP_S:=1}" "${STARTUP_CAP_S:=120}"
+
+# Sectors read from a device so far (/sys/block/<dev>/stat, field 3).
+sectors_read() { awk '{ print $3 }' "/sys/block/$(devname "$1")/stat"; }
+
+# Makes the file system and the files on a device, mounted at $2.
+prepare_device() { # device mountpoint
+	local dev=$1 mnt=$2
+	# The scheduler does not matter here; none is the quickest.
+	set_sched "$dev" none || true
+	mkfs.ext4 -q -F -N 4096 -J size=16 -E lazy_itable_init=0,lazy_journal_init=0 \
+		"$dev" > /tmp/mkfs.log 2>&1 || { say "mkfs.ext4 $dev failed: $(tail -2 /tmp/mkfs.log)"; return 1; }
+	mkdir -p "$mnt"
+	# noatime: reading must not write; noinit_itable: nothing in the background.
+	mount -t ext4 -o noatime,noinit_itable "$dev" "$mnt" || return 1
+	mkdir -p "$mnt/app" "$mnt/big"
+	# The application: sizes log-uniform in [KB_MIN, KB_MAX] KiB, files
+	# spread round-robin over the folders; fixed seed, same set every boot.
+	awk -v n="$STARTUP_FILES" -v d="$STARTUP_DIRS" -v lo="$STARTUP_FILE_KB_MIN" \
+		-v hi="$STARTUP_FILE_KB_MAX" 'BEGIN {
+		srand(20261130)
+		for (i = 0; i < n; i++) {
+			kb = exp(log(lo) + rand() * (log(hi) - log(lo)))
+			printf "%d d%02d/f%03d\n", int(kb * 1024), i % d, i
+		}
+	}' > /tmp/appfiles
+	local size path
+	while read -r size path; do
+		mkdir -p "$mnt/app/$(dirname "$path")"
+		head -c "$size" /dev/urandom > "$mnt/app/$path" || return 1
+	done < /tmp/appfiles
+	local i
+	for i in $(seq 0 $((STARTUP_READERS - 1))); do
+		dd if=/dev/zero of="$mnt/big/r.$i" bs=1M count="$STARTUP_READER_MB" \
+			oflag=direct status=none || return 1
+	done
+	sync
+	APP_FILES=$(find "$mnt/app" -type f | wc -l)
+	APP_BYTES=$(find "$mnt/app" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
+	say "$(devname "$dev"): ext4 with $APP_FILES application files ($APP_BYTES bytes) and $STARTUP_READERS × $STARTUP_READER_MB MiB reader files"
+}
+
+# One run; writes runs/<id>.json or runs/<id>.err.
+startup_run() { # id device scheduler mountpoint
+	local id=$1 dev=$2 sched=$3 mnt=$4 r=/run/out/runs/$1
+	if ! set_sched "$dev" "$sched"; then
+		echo "scheduler $sched not offered by $(devname "$dev") (offers: $(schedulers_of "$dev" | tr '\n' ' '))" > "$r.err"
+		return
+	fi
+	# Switching elevators resets nr_requests; set it for every scheduler alike.
+	if ! echo "$STARTUP_NR_REQUESTS" > "/sys/block/$(devname "$dev")/queue/nr_requests"; then
+		echo "cannot set nr_requests=$STARTUP_NR_REQUESTS under $sched" > "$r.err"
+		return
+	fi
+	sync
+	echo 3 > /proc/sys/vm/drop_caches
+	local s0 fio_pid i
+	s0=$(sectors_read "$dev")
+	# shellcheck disable=SC2086
+	fio --output-format=json --output="$r.readers.json" --name=reader \
+		--numjobs="$STARTUP_READERS" --filename_format="$mnt/big/r.\$jobnum" \
+		--size="${STARTUP_READER_MB}M" $STARTUP_READER_FIO --time_based \
+		--runtime=$((STARTUP_CAP_S + 120)) --group_reporting \
+		< /dev/null > "$r.readers.log" 2>&1 &
+	fio_pid=$!
+	# The head start counts from the readers' first I/O (fio itself takes a
+	# while to start under TCG).
+	for i in $(seq 300); do
+		[ "$(sectors_read "$dev")" -gt "$s0" ] && break
+		kill -0 $fio_pid 2>/dev/null || break
+		sleep 0.1
+	done
+	sleep "$STARTUP_RAMP_S"
+	if ! kill -0 $fio_pid 2>/dev/null; then
+		echo "the readers stopped before the start-up: $(tail -3 "$r.readers.log" | tr '\n' ' ')" > "$r.err"
+		return
+	fi
+	echo 3 > /proc/sys/vm/drop_caches
+	# Load the tools now (from the 9p root, not this device), so the timing
+	# covers the application's reads only.
+	tar --version > /dev/null; cat --version > /dev/null
+	timeout --version > /dev/null
+	local w0 w1 t0 t1 rc=0
+	w0=$(sectors_read "$dev")
+	t0=$EPOCHREALTIME
+	timeout "$STARTUP_CAP_S" bash -c 'tar -cf - -C "$1" app | cat > /dev/null' _ "$mnt" || rc=$?
+	t1=$EPOCHREALTIME
+	w1=$(sectors_read "$dev")
+	local alive=1
+	kill -0 $fio_pid 2>/dev/null || alive=0
+	kill -INT $fio_pid 2>/dev/null
+	wait $fio_pid
+	local fio_rc=$?
+	if [ $rc = 124 ]; then
+		echo "start-up took longer than ${STARTUP_CAP_S}s under $sched" > "$r.err"
+	elif [ $rc != 0 ]; then
+		echo "reading the application's files failed (rc $rc)" > "$r.err"
+	elif [ $alive = 0 ]; then
+		echo "the readers stopped during the start-up (fio rc $fio_rc): $(tail -3 "$r.readers.log" | tr '\n' ' ')" > "$r.err"
+	else
+		printf '{"startup_s": %s, "app_files": %s, "app_bytes": %s, "window_read_bytes": %s}\n' \
+			"$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f", b - a }')" \
+			"$APP_FILES" "$APP_BYTES" $(( (w1 - w0) * 512 )) > "$r.json"
+	fi
+}
+
+total=$(grep -c . "$plan")
+n=0
+declare -A mounted
+while IFS=$'\t' read -r id dev sched _kind _args; do
+	[ -n "$id" ] || continue
+	n=$((n + 1))
+	mnt=/tmp/startup-$(devname "$dev")
+	if [ -z "${mounted[$dev]}" ]; then
+		if ! prepare_device "$dev" "$mnt"; then
+			say "preparing $dev failed; its runs fail"
+			mounted[$dev]=failed
+		else
+			mounted[$dev]=ok
+		fi
+	fi
+	if [ "${mounted[$dev]}" != ok ]; then
+		echo "preparing $(devname "$dev") (ext4 and files) failed" > "/run/out/runs/$id.err"
+		continue
+	fi
+	say "run $n/$total: $(devname "$dev") $sched startup"
+	startup_run "$id" "$dev" "$sched" "$mnt"
+	if [ -f "/run/out/runs/$id.json" ]; then
+		say "  $(cat "/run/out/runs/$id.json")"
+	else
+		say "  failed: $(cat "/run/out/runs/$id.err")"
+	fi
+done < "$plan"
+for dev in "${!mounted[@]}"; do
+	umount "/tmp/startup-$(devname "$dev")" 2>/dev/null
+done
+say "startup plan finished: $n runs"

@@ -1,0 +1,759 @@
+//! The start-up latency benchmark (suites with `kind = "startup"`): how long
+//! an "application" takes to read its files cold while greedy sequential
+//! readers keep the device busy — the case BFQ's `low_latency` is for (the
+//! S suite's comm_startup_lat, Phoronix's "Application Start-up Time").
+//!
+//! The guest side is `qemu/guest/startup.sh`; this module plans the runs,
+//! reads what the guest wrote, computes the statistics and writes
+//! `results.json` (schema `ironlift-startup/1`, docs/results-schema.md),
+//! `report.md` and a chart.
+
+use crate::bench::{mean_sd, parse_fio, Device, Timing};
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::fs;
+use std::path::Path;
+
+/// Results file schema identifier; bump on incompatible change.
+pub const SCHEMA: &str = "ironlift-startup/1";
+
+/// The schedulers every start-up time is compared with, as ratios.
+pub const REFERENCES: [&str; 2] = ["mq-deadline", "bfq"];
+
+/// The `[startup]` table of a suite file.
+#[derive(Deserialize, Serialize, Debug, Clone, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct StartupSpec {
+    /// Files of the application stand-in ...
+    pub app_files: u32,
+    /// ... spread over this many folders ...
+    pub app_dirs: u32,
+    /// ... with sizes log-uniform between these (KiB).
+    pub app_file_kb_min: u32,
+    pub app_file_kb_max: u32,
+    /// Greedy sequential readers, one fio process each, and the size of
+    /// each one's file (they wrap round it).
+    pub readers: u32,
+    pub reader_file_mb: u32,
+    /// fio arguments of a reader (direct I/O, so it always reaches the device).
+    pub reader_fio: String,
+    /// `queue/nr_requests`, set after selecting each scheduler (selecting
+    /// one resets it to twice the device depth).
+    pub nr_requests: u32,
+}
+
+impl StartupSpec {
+    pub fn validate(&self) -> Result<()> {
+        if self.app_files == 0 || self.app_dirs == 0 || self.app_dirs > self.app_files {
+            bail!("[startup]: need app_files >= app_dirs >= 1");
+        }
+        if self.app_file_kb_min == 0 || self.app_file_kb_min > self.app_file_kb_max {
+            bail!("[startup]: need 1 <= app_file_kb_min <= app_file_kb_max");
+        }
+        if self.readers == 0 || self.reader_file_mb == 0 {
+            bail!("[startup]: need readers >= 1 and reader_file_mb >= 1");
+        }
+        if self.reader_fio.contains(['\'', '\n']) {
+            bail!("[startup]: reader_fio must not hold quotes or newlines");
+        }
+        if self.nr_requests == 0 {
+            bail!("[startup]: nr_requests must be >= 1");
+        }
+        Ok(())
+    }
+
+    /// job.env lines for startup.sh.
+    pub fn job_env(&self, timing: &Timing) -> String {
+        format!(
+            "SUITE_KIND=startup\nSTARTUP_FILES={}\nSTARTUP_DIRS={}\nSTARTUP_FILE_KB_MIN={}\n\
+             STARTUP_FILE_KB_MAX={}\nSTARTUP_READERS={}\nSTARTUP_READER_MB={}\n\
+             STARTUP_READER_FIO='{}'\nSTARTUP_NR_REQUESTS={}\nSTARTUP_RAMP_S={}\nSTARTUP_CAP_S={}\n",
+            self.app_files,
+            self.app_dirs,
+            self.app_file_kb_min,
+            self.app_file_kb_max,
+            self.readers,
+            self.reader_file_mb,
+            self.reader_fio,
+            self.nr_requests,
+            timing.ramp_s,
+            timing.runtime_s
+        )
+    }
+}
+
+/// One planned start-up run.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct PlannedStartup {
+    pub id: String,
+    pub order: usize,
+    pub repeat: u32,
+    pub device: String,
+    pub scheduler: String,
+}
+
+/// The interleaved plan: repeat → device → every scheduler once, the
+/// scheduler order rotated by one each repeat.
+pub fn plan(devices: &[String], schedulers: &[String], repeats: u32) -> Vec<PlannedStartup> {
+    let mut out = Vec::new();
+    let n = schedulers.len().max(1);
+    for r in 0..repeats {
+        for (di, d) in devices.iter().enumerate() {
+            for k in 0..schedulers.len() {
+                let order = out.len();
+                out.push(PlannedStartup {
+                    id: format!("{order:04}"),
+                    order,
+                    repeat: r,
+                    device: d.clone(),
+                    scheduler: schedulers[(k + r as usize + di) % n].clone(),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The plan as startup.sh reads it (bench.sh's column layout).
+pub fn plan_tsv(plan: &[PlannedStartup], devices: &BTreeMap<String, Device>) -> Result<String> {
+    let mut s = String::new();
+    for p in plan {
+        let dev = devices
+            .get(&p.device)
+            .with_context(|| format!("unknown device {:?}", p.device))?;
+        s.push_str(&format!(
+            "{}\t{}\t{}\tstartup\t-\n",
+            p.id, dev.path, p.scheduler
+        ));
+    }
+    Ok(s)
+}
+
+/// What one run measured.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct StartupMeasured {
+    /// Seconds to read the application's files cold.
+    pub startup_s: f64,
+    pub app_files: u64,
+    pub app_bytes: u64,
+    /// Bytes the device read during the start-up (application + readers).
+    pub window_read_bytes: u64,
+    /// The readers' aggregate throughput over their whole run (head start
+    /// and start-up), MB/s (10^6 B/s), from fio.
+    pub readers_mb_s: f64,
+}
+
+#[derive(Deserialize)]
+struct GuestStartup {
+    startup_s: f64,
+    app_files: u64,
+    app_bytes: u64,
+    window_read_bytes: u64,
+}
+
+/// Parses a run's `<id>.json` (startup.sh) and `<id>.readers.json` (fio).
+pub fn parse_run(startup_json: &str, readers_json: &str) -> Result<StartupMeasured> {
+    let g: GuestStartup =
+        serde_json::from_str(startup_json.trim()).context("the guest's start-up record")?;
+    if !(g.startup_s.is_finite() && g.startup_s > 0.0) {
+        bail!("implausible start-up time {}", g.startup_s);
+    }
+    if g.app_files == 0 || g.app_bytes == 0 {
+        bail!("the application had no files");
+    }
+    let readers = parse_fio(readers_json).context("the readers' fio output")?;
+    Ok(StartupMeasured {
+        startup_s: g.startup_s,
+        app_files: g.app_files,
+        app_bytes: g.app_bytes,
+        window_read_bytes: g.window_read_bytes,
+        readers_mb_s: readers.mb_s,
+    })
+}
+
+/// Reads the guest's files for one run: the measurement, or why it failed.
+pub fn read_run(runs_dir: &Path, id: &str) -> (bool, Option<String>, Option<StartupMeasured>) {
+    let base = runs_dir.join(id);
+    if let Ok(e) = fs::read_to_string(base.with_extension("err")) {
+        return (false, Some(e.trim().to_string()), None);
+    }
+    let Ok(s) = fs::read_to_string(base.with_extension("json")) else {
+        return (
+            false,
+            Some("no result: the guest stopped before this run".into()),
+            None,
+        );
+    };
+    let r = fs::read_to_string(runs_dir.join(format!("{id}.readers.json"))).unwrap_or_default();
+    match parse_run(&s, &r) {
+        Ok(m) => (true, None, Some(m)),
+        Err(e) => (false, Some(format!("{e:#}")), None),
+    }
+}
+
+/// One run's record in the results file.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct StartupRun {
+    #[serde(flatten)]
+    pub run: PlannedStartup,
+    pub ok: bool,
+    pub error: Option<String>,
+    pub measured: Option<StartupMeasured>,
+}
+
+/// Mean and sample standard deviation of per-repeat ratios, and how many.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Ratio {
+    pub mean: f64,
+    pub sd: f64,
+    pub n: usize,
+}
+
+/// Statistics over the repeats of one (device, scheduler).
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct StartupSummary {
+    pub device: String,
+    pub scheduler: String,
+    pub runs: usize,
+    pub failed: usize,
+    pub startup_mean_s: f64,
+    pub startup_sd_s: f64,
+    pub startup_min_s: f64,
+    pub startup_max_s: f64,
+    pub readers_mb_s_mean: f64,
+    pub readers_mb_s_sd: f64,
+    /// This scheduler's start-up time / the reference's in the same
+    /// repeat, keyed by reference scheduler (`mq-deadline`, `bfq`).
+    pub ratio_to: BTreeMap<String, Ratio>,
+}
+
+/// Summaries per device (plan order) × scheduler (given order).
+pub fn summarize(runs: &[StartupRun], schedulers: &[String]) -> Vec<StartupSummary> {
+    let mut devices: Vec<&str> = Vec::new();
+    for r in runs {
+        if !devices.contains(&r.run.device.as_str()) {
+            devices.push(&r.run.device);
+        }
+    }
+    let mut out = Vec::new();
+    for dev in devices {
+        let of = |s: &str| -> Vec<&StartupRun> {
+            runs.iter()
+                .filter(|r| r.run.device == dev && r.run.scheduler == s)
+                .collect()
+        };
+        let by_repeat = |s: &str| -> BTreeMap<u32, f64> {
+            of(s)
+                .iter()
+                .filter_map(|r| r.measured.as_ref().map(|m| (r.run.repeat, m.startup_s)))
+                .collect()
+        };
+        let refs: Vec<(&str, BTreeMap<u32, f64>)> =
+            REFERENCES.iter().map(|s| (*s, by_repeat(s))).collect();
+        for s in schedulers {
+            let rs = of(s);
+            if rs.is_empty() {
+                continue;
+            }
+            let ms: Vec<(u32, &StartupMeasured)> = rs
+                .iter()
+                .filter_map(|r| r.measured.as_ref().map(|m| (r.run.repeat, m)))
+                .collect();
+            let times: Vec<f64> = ms.iter().map(|(_, m)| m.startup_s).collect();
+            let (startup_mean_s, startup_sd_s) = mean_sd(&times);
+            let (readers_mb_s_mean, readers_mb_s_sd) =
+                mean_sd(&ms.iter().map(|(_, m)| m.readers_mb_s).collect::<Vec<_>>());
+            let mut ratio_to = BTreeMap::new();
+            for (name, base) in &refs {
+                let ratios: Vec<f64> = ms
+                    .iter()
+                    .filter_map(|(rep, m)| Some(m.startup_s / base.get(rep)?))
+                    .collect();
+                if !ratios.is_empty() {
+                    let (mean, sd) = mean_sd(&ratios);
+                    ratio_to.insert(
+                        name.to_string(),
+                        Ratio {
+                            mean,
+                            sd,
+                            n: ratios.len(),
+                        },
+                    );
+                }
+            }
+            out.push(StartupSummary {
+                device: dev.to_string(),
+                scheduler: s.clone(),
+                runs: rs.len(),
+                failed: rs.len() - ms.len(),
+                startup_mean_s,
+                startup_sd_s,
+                startup_min_s: times.iter().copied().fold(f64::NAN, f64::min),
+                startup_max_s: times.iter().copied().fold(f64::NAN, f64::max),
+                readers_mb_s_mean,
+                readers_mb_s_sd,
+                ratio_to,
+            });
+        }
+    }
+    out
+}
+
+/// The whole results file.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct StartupResults {
+    pub schema: String,
+    pub suite: String,
+    pub suite_description: String,
+    pub quick: bool,
+    pub started: String,
+    pub finished: String,
+    pub kernel_release: String,
+    pub kernel_key: String,
+    pub accel: String,
+    pub host: String,
+    pub guest_cpus: u32,
+    pub guest_memory_mb: u32,
+    /// `repeats`; `runtime_s` caps one start-up; `ramp_s` is the readers'
+    /// head start.
+    pub timing: Timing,
+    pub startup: StartupSpec,
+    pub schedulers: Vec<String>,
+    pub devices: BTreeMap<String, Device>,
+    pub runs: Vec<StartupRun>,
+    pub summary: Vec<StartupSummary>,
+}
+
+fn f(x: f64, prec: usize) -> String {
+    if x.is_finite() {
+        format!("{x:.prec$}")
+    } else {
+        "-".into()
+    }
+}
+
+fn ratio_cell(r: Option<&Ratio>) -> String {
+    match r {
+        Some(r) => format!("{} ± {}", f(r.mean, 2), f(r.sd, 2)),
+        None => "-".into(),
+    }
+}
+
+/// The results as Markdown tables, one per device.
+pub fn table_markdown(res: &StartupResults) -> String {
+    let mut s = String::new();
+    let mut last: Option<&str> = None;
+    for row in &res.summary {
+        if last != Some(row.device.as_str()) {
+            let path = res
+                .devices
+                .get(&row.device)
+                .map(|d| d.path.as_str())
+                .unwrap_or("?");
+            let _ = write!(
+                s,
+                "\n#### {} ({}) — start-up under {} readers\n\n\
+                 | scheduler | start-up s (mean ± sd) | min–max s | vs mq-deadline | vs bfq | \
+                 readers MB/s (mean ± sd) | runs |\n|---|---:|---:|---:|---:|---:|---:|\n",
+                row.device, path, res.startup.readers
+            );
+            last = Some(&row.device);
+        }
+        let failed = if row.failed > 0 {
+            format!(" ({} failed)", row.failed)
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} ± {} | {}–{} | {} | {} | {} ± {} | {}{} |",
+            row.scheduler,
+            f(row.startup_mean_s, 2),
+            f(row.startup_sd_s, 2),
+            f(row.startup_min_s, 2),
+            f(row.startup_max_s, 2),
+            ratio_cell(row.ratio_to.get("mq-deadline")),
+            ratio_cell(row.ratio_to.get("bfq")),
+            f(row.readers_mb_s_mean, 1),
+            f(row.readers_mb_s_sd, 1),
+            row.runs,
+            failed
+        );
+    }
+    s
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// A horizontal bar chart of start-up time per scheduler (mean, whiskers
+/// at ± one standard deviation, each run as a dot).
+pub fn chart_svg(
+    device: &str,
+    rows: &[&StartupSummary],
+    runs: &[&StartupRun],
+    readers: u32,
+) -> String {
+    let left = 110.0;
+    let top = 40.0;
+    let bar_h = 22.0;
+    let gap = 10.0;
+    let plot_w = 460.0;
+    let height = top + rows.len() as f64 * (bar_h + gap) + 40.0;
+    let width = left + plot_w + 140.0;
+    let max_run = runs
+        .iter()
+        .filter_map(|r| r.measured.as_ref().map(|m| m.startup_s))
+        .fold(0.0f64, f64::max);
+    let max_bar = rows
+        .iter()
+        .map(|r| r.startup_mean_s + r.startup_sd_s)
+        .filter(|x| x.is_finite())
+        .fold(0.0f64, f64::max);
+    let max = nice_ceiling(max_run.max(max_bar).max(0.1));
+    let x = |v: f64| left + v / max * plot_w;
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" font-family="sans-serif" font-size="11">"#
+    );
+    let _ = write!(
+        s,
+        r#"<rect width="100%" height="100%" fill="white"/><text x="10" y="20" font-size="14" font-weight="bold">{}: start-up time under {readers} sequential readers (s; mean ± sd, dots = runs)</text>"#,
+        esc(device)
+    );
+    let bottom = top + rows.len() as f64 * (bar_h + gap);
+    for i in 0..=5 {
+        let v = max * i as f64 / 5.0;
+        let _ = write!(
+            s,
+            r##"<line x1="{xx:.1}" x2="{xx:.1}" y1="{top}" y2="{bottom:.1}" stroke="#ddd"/><text x="{xx:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
+            bottom + 14.0,
+            trim_num(v),
+            xx = x(v)
+        );
+    }
+    let palette = [
+        "#7f7f7f", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+    ];
+    for (i, r) in rows.iter().enumerate() {
+        let y = top + i as f64 * (bar_h + gap);
+        let color = palette[i % palette.len()];
+        let _ = write!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
+            left - 6.0,
+            y + bar_h / 2.0 + 4.0,
+            esc(&r.scheduler)
+        );
+        if r.startup_mean_s.is_finite() {
+            let _ = write!(
+                s,
+                r#"<rect x="{left}" y="{y:.1}" width="{:.1}" height="{bar_h}" fill="{color}" fill-opacity="0.8"><title>{}: {:.2} s ± {:.2}</title></rect>"#,
+                x(r.startup_mean_s) - left,
+                esc(&r.scheduler),
+                r.startup_mean_s,
+                r.startup_sd_s
+            );
+            let cy = y + bar_h / 2.0;
+            let _ = write!(
+                s,
+                r##"<line x1="{:.1}" x2="{:.1}" y1="{cy:.1}" y2="{cy:.1}" stroke="#000"/>"##,
+                x((r.startup_mean_s - r.startup_sd_s).max(0.0)),
+                x(r.startup_mean_s + r.startup_sd_s)
+            );
+            let _ = write!(
+                s,
+                r#"<text x="{:.1}" y="{:.1}">{:.2} s</text>"#,
+                x(max) + 8.0,
+                cy + 4.0,
+                r.startup_mean_s
+            );
+        }
+        for run in runs.iter().filter(|x| x.run.scheduler == r.scheduler) {
+            if let Some(m) = &run.measured {
+                let _ = write!(
+                    s,
+                    r##"<circle cx="{:.1}" cy="{:.1}" r="2.5" fill="#000"/>"##,
+                    x(m.startup_s),
+                    y + bar_h / 2.0
+                );
+            }
+        }
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+/// The smallest of 1, 2, 5 × 10^k at or above `x`.
+fn nice_ceiling(x: f64) -> f64 {
+    let p = 10f64.powf(x.log10().floor());
+    for m in [1.0, 2.0, 5.0, 10.0] {
+        if m * p >= x * (1.0 - 1e-12) {
+            return m * p;
+        }
+    }
+    10.0 * p
+}
+
+fn trim_num(v: f64) -> String {
+    let s = format!("{v:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// Writes report.md and one chart per device into `dir`.
+pub fn write_report(dir: &Path, res: &StartupResults) -> Result<()> {
+    let sp = &res.startup;
+    let mut md = String::new();
+    let _ = writeln!(md, "# ironlift benchmark: {}\n", res.suite);
+    let _ = writeln!(md, "{}\n", res.suite_description);
+    let _ = writeln!(md, "| | |\n|---|---|");
+    let _ = writeln!(md, "| kernel | {} |", res.kernel_release);
+    let _ = writeln!(
+        md,
+        "| guest | QEMU, accelerator **{}**, {} vCPUs, {} MiB |",
+        res.accel.to_uppercase(),
+        res.guest_cpus,
+        res.guest_memory_mb
+    );
+    let _ = writeln!(md, "| host | {} |", res.host);
+    let _ = writeln!(
+        md,
+        "| application | {} files in {} folders, {}–{} KiB each (log-uniform) |",
+        sp.app_files, sp.app_dirs, sp.app_file_kb_min, sp.app_file_kb_max
+    );
+    let _ = writeln!(
+        md,
+        "| background | {} sequential readers (one fio process each, `{}`, {} MiB file each), \
+         {} s head start |",
+        sp.readers, sp.reader_fio, sp.reader_file_mb, res.timing.ramp_s
+    );
+    let _ = writeln!(
+        md,
+        "| timing | {} repeats; a start-up longer than {} s fails{} |",
+        res.timing.repeats,
+        res.timing.runtime_s,
+        if res.quick { ", `--quick`" } else { "" }
+    );
+    let _ = writeln!(
+        md,
+        "| nr_requests | {} (set under every scheduler) |",
+        sp.nr_requests
+    );
+    let _ = writeln!(md, "| schedulers | {} |", res.schedulers.join(", "));
+    let _ = writeln!(
+        md,
+        "| started / finished | {} / {} |",
+        res.started, res.finished
+    );
+    let _ = writeln!(
+        md,
+        "\nEach run: select the scheduler, drop caches, start the readers, let them run \
+         for the head start, drop caches again, then time `tar -cf - app | cat > /dev/null` \
+         over the application's folder (ext4, mounted noatime). Runs are interleaved (every \
+         scheduler once per repeat, order rotated between repeats). \"vs X\" is the mean \
+         over repeats of this scheduler's start-up time divided by X's in the same repeat \
+         (below 1: faster than X). Readers' MB/s is their aggregate over the whole run.\n"
+    );
+    let failed: Vec<_> = res.runs.iter().filter(|r| !r.ok).collect();
+    if !failed.is_empty() {
+        let _ = writeln!(md, "**{} run(s) failed:**\n", failed.len());
+        for r in &failed {
+            let _ = writeln!(
+                md,
+                "- {} {} (repeat {}): {}",
+                r.run.device,
+                r.run.scheduler,
+                r.run.repeat,
+                r.error.as_deref().unwrap_or("?")
+            );
+        }
+        md.push('\n');
+    }
+    let mut devices: Vec<&str> = Vec::new();
+    for s in &res.summary {
+        if !devices.contains(&s.device.as_str()) {
+            devices.push(&s.device);
+        }
+    }
+    for d in &devices {
+        let rows: Vec<&StartupSummary> = res.summary.iter().filter(|s| s.device == *d).collect();
+        let runs: Vec<&StartupRun> = res.runs.iter().filter(|r| r.run.device == *d).collect();
+        let name = format!("chart-startup-{d}.svg");
+        fs::write(dir.join(&name), chart_svg(d, &rows, &runs, sp.readers))
+            .with_context(|| format!("writing {name}"))?;
+        let kind = res.devices.get(*d).map(|x| x.kind.as_str()).unwrap_or("");
+        let _ = writeln!(md, "## {d}\n\n{kind}\n\n![{d}]({name})\n");
+    }
+    let _ = writeln!(md, "## Tables\n{}", table_markdown(res));
+    let _ = writeln!(
+        md,
+        "\nRaw data: `results.json` (schema `{}`, see docs/results-schema.md); per run \
+         under `runs/`: `<id>.json` (the start-up) and `<id>.readers.json` (fio).",
+        res.schema
+    );
+    fs::write(dir.join("report.md"), md)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(xs: &[&str]) -> Vec<String> {
+        xs.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn suite_file_parses_and_validates() {
+        let s = crate::bench::load_suite(&crate::util::repo_root(), "startup").unwrap();
+        assert_eq!(s.kind, crate::bench::SuiteKind::Startup);
+        let sp = s.startup.expect("[startup]");
+        sp.validate().unwrap();
+        let env = sp.job_env(&s.full);
+        assert!(env.starts_with("SUITE_KIND=startup\n"));
+        assert!(env.contains(&format!("STARTUP_CAP_S={}\n", s.full.runtime_s)));
+        let mut bad = sp.clone();
+        bad.app_file_kb_min = bad.app_file_kb_max + 1;
+        assert!(bad.validate().is_err());
+        bad = sp;
+        bad.reader_fio = "--name='x'".into();
+        assert!(bad.validate().is_err());
+    }
+
+    #[test]
+    fn plan_rotates_and_covers_every_scheduler_each_repeat() {
+        let sch = names(&["mq-deadline", "kyber", "bfq"]);
+        let p = plan(&names(&["nullb-slow"]), &sch, 3);
+        assert_eq!(p.len(), 9);
+        for (r, block) in p.chunks(3).enumerate() {
+            let mut got: Vec<&str> = block.iter().map(|x| x.scheduler.as_str()).collect();
+            assert!(block.iter().all(|x| x.repeat == r as u32));
+            got.sort();
+            assert_eq!(got, ["bfq", "kyber", "mq-deadline"]);
+        }
+        assert_ne!(p[0].scheduler, p[3].scheduler);
+        assert_eq!(p[4].id, "0004");
+    }
+
+    const FIO: &str =
+        r#"{"jobs":[{"error":0,"read":{"iops":200,"bw":12800,"clat_ns":{"mean":1e6}}}]}"#;
+
+    #[test]
+    fn run_files_are_parsed_and_checked() {
+        let g = r#"{"startup_s": 2.5, "app_files": 150, "app_bytes": 3000000, "window_read_bytes": 90000000}"#;
+        let m = parse_run(g, FIO).unwrap();
+        assert_eq!(m.startup_s, 2.5);
+        assert_eq!(m.app_files, 150);
+        assert!((m.readers_mb_s - 12800.0 * 1024.0 / 1e6).abs() < 1e-9);
+        assert!(parse_run(g, "").is_err());
+        assert!(parse_run(
+            r#"{"startup_s": 0, "app_files": 1, "app_bytes": 1, "window_read_bytes": 0}"#,
+            FIO
+        )
+        .is_err());
+        assert!(parse_run(r#"{"startup_s": 1}"#, FIO).is_err());
+    }
+
+    fn run(rep: u32, s: &str, t: Option<f64>) -> StartupRun {
+        StartupRun {
+            run: PlannedStartup {
+                id: String::new(),
+                order: 0,
+                repeat: rep,
+                device: "nullb-slow".into(),
+                scheduler: s.into(),
+            },
+            ok: t.is_some(),
+            error: t.is_none().then(|| "x".to_string()),
+            measured: t.map(|t| StartupMeasured {
+                startup_s: t,
+                app_files: 1,
+                app_bytes: 1,
+                window_read_bytes: 0,
+                readers_mb_s: 10.0,
+            }),
+        }
+    }
+
+    #[test]
+    fn ratios_pair_repeats_and_skip_failed_references() {
+        let runs = vec![
+            run(0, "mq-deadline", Some(10.0)),
+            run(0, "bfq", Some(2.0)),
+            run(0, "kyber", Some(8.0)),
+            run(1, "mq-deadline", Some(20.0)),
+            run(1, "bfq", Some(3.0)),
+            run(1, "kyber", Some(10.0)),
+            run(2, "mq-deadline", None),
+            run(2, "bfq", Some(4.0)),
+            run(2, "kyber", Some(9.0)),
+        ];
+        let s = summarize(&runs, &names(&["mq-deadline", "kyber", "bfq"]));
+        assert_eq!(
+            s.iter().map(|x| x.scheduler.as_str()).collect::<Vec<_>>(),
+            ["mq-deadline", "kyber", "bfq"]
+        );
+        let md = &s[0];
+        assert_eq!((md.runs, md.failed), (3, 1));
+        assert!((md.startup_mean_s - 15.0).abs() < 1e-12);
+        let r = &md.ratio_to["mq-deadline"];
+        assert_eq!((r.mean, r.sd, r.n), (1.0, 0.0, 2));
+        let bfq = &s[2];
+        // (2/10 + 3/20) / 2; repeat 2 has no mq-deadline to pair with.
+        let r = &bfq.ratio_to["mq-deadline"];
+        assert_eq!(r.n, 2);
+        assert!((r.mean - 0.175).abs() < 1e-12);
+        let k = &s[1].ratio_to["bfq"];
+        assert_eq!(k.n, 3);
+        assert!((k.mean - (4.0 + 10.0 / 3.0 + 2.25) / 3.0).abs() < 1e-12);
+        assert_eq!((bfq.startup_min_s, bfq.startup_max_s), (2.0, 4.0));
+        let t = table_markdown(&StartupResults {
+            schema: SCHEMA.into(),
+            suite: "startup".into(),
+            suite_description: String::new(),
+            quick: false,
+            started: String::new(),
+            finished: String::new(),
+            kernel_release: String::new(),
+            kernel_key: String::new(),
+            accel: "tcg".into(),
+            host: String::new(),
+            guest_cpus: 2,
+            guest_memory_mb: 2048,
+            timing: Timing {
+                repeats: 3,
+                runtime_s: 60,
+                ramp_s: 1,
+            },
+            startup: crate::bench::load_suite(&crate::util::repo_root(), "startup")
+                .unwrap()
+                .startup
+                .unwrap(),
+            schedulers: names(&["mq-deadline", "kyber", "bfq"]),
+            devices: BTreeMap::new(),
+            runs: runs.clone(),
+            summary: s.clone(),
+        });
+        assert!(t.contains("| mq-deadline | 15.00 ± 7.07 | 10.00–20.00 | 1.00 ± 0.00 |"));
+        assert!(t.contains("| 3 (1 failed) |"));
+        let rows: Vec<&StartupSummary> = s.iter().collect();
+        let rs: Vec<&StartupRun> = runs.iter().collect();
+        let svg = chart_svg("nullb-slow", &rows, &rs, 4);
+        assert!(svg.starts_with("<svg") && svg.ends_with("</svg>\n"));
+        assert_eq!(svg.matches("<circle").count(), 8);
+    }
+
+    #[test]
+    fn nice_ceiling_rounds_up() {
+        assert_eq!(nice_ceiling(0.7), 1.0);
+        assert_eq!(nice_ceiling(1.0), 1.0);
+        assert_eq!(nice_ceiling(13.0), 20.0);
+        assert_eq!(nice_ceiling(42.0), 50.0);
+    }
+}
