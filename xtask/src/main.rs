@@ -722,6 +722,10 @@ const GUEST_TESTS: &[&str] = &[
     "select_every_scheduler",
     "write_verify",
     "switch_under_io",
+    "rmmod_in_use",
+    "tunables_reject_bad_input",
+    "nr_requests_under_io",
+    "read_starvation",
     "fairness",
     "kmemleak",
 ];

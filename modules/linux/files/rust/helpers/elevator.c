@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: GPL-2.0
+
+/*
+ * Helpers for the Rust elevator (I/O scheduler) abstraction in
+ * rust/kernel/block/mq/elevator.rs: inline functions of the block layer
+ * that Rust cannot call directly.
+ */
+
+#include <linux/blk-mq.h>
+#include <linux/blk_types.h>
+#include <linux/blkdev.h>
+#include <linux/list.h>
+#include <linux/timekeeping.h>
+#include "../../block/blk.h"
+
+bool rust_helper_rq_mergeable(struct request *rq)
+{
+	return rq_mergeable(rq);
+}
+
+bool rust_helper_blk_discard_mergable(struct request *req)
+{
+	return blk_discard_mergable(req);
+}
+
+bool rust_helper_op_is_sync(blk_opf_t op)
+{
+	return op_is_sync(op);
+}
+
+unsigned short rust_helper_req_get_ioprio(struct request *req)
+{
+	return req_get_ioprio(req);
+}
+
+u64 rust_helper_ktime_get_ns(void)
+{
+	return ktime_get_ns();
+}
+
+void rust_helper_INIT_LIST_HEAD(struct list_head *list)
+{
+	INIT_LIST_HEAD(list);
+}
+
+void rust_helper_list_add(struct list_head *new, struct list_head *head)
+{
+	list_add(new, head);
+}
+
+void rust_helper_list_del_init(struct list_head *entry)
+{
+	list_del_init(entry);
+}
+
+bool rust_helper_list_empty(const struct list_head *head)
+{
+	return list_empty(head);
+}
