@@ -71,8 +71,10 @@ startup_run() { # id device scheduler mountpoint
 		echo "scheduler $sched not offered by $(devname "$dev") (offers: $(schedulers_of "$dev" | tr '\n' ' '))" > "$r.err"
 		return
 	fi
-	# Switching elevators resets nr_requests; set it for every scheduler alike.
-	if ! echo "$STARTUP_NR_REQUESTS" > "/sys/block/$(devname "$dev")/queue/nr_requests"; then
+	# Switching elevators resets nr_requests; set it for every scheduler alike
+	# (without one, nr_requests is the device's depth and cannot grow).
+	if [ "$sched" != none ] &&
+		! echo "$STARTUP_NR_REQUESTS" > "/sys/block/$(devname "$dev")/queue/nr_requests"; then
 		echo "cannot set nr_requests=$STARTUP_NR_REQUESTS under $sched" > "$r.err"
 		return
 	fi

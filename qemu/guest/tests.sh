@@ -369,74 +369,69 @@ read_starvation() {
 	rmdir "$d"
 }
 
-# --- fairness: two sequential readers (dd, direct I/O, 16 KiB) on the slow
-# device, started together, one under `ionice -c2 -n4` and one under
+# --- fairness: two sequential readers (fio, direct I/O, 16 KiB, libaio
+# iodepth 4, so each alone keeps the device busy) on the slow device,
+# started together, one under `ionice -c2 -n4` and one under
 # `ionice -c2 -n0`. BFQ maps a best-effort level to the weight
 # (IOPRIO_NR_LEVELS - level) * BFQ_WEIGHT_CONVERSION_COEFF (bfq_ioprio_to_weight
 # in block/bfq-wf2q.c): 40 and 80, so the level-0 reader is owed twice the
-# bytes. Bytes are read from dd (SIGUSR1) at the end of a warm-up and
-# FAIR_SECS later; ok when level-0 bytes / level-4 bytes is within 15 % of 2.
+# bytes. Each fio counts bytes over FAIR_SECS after a FAIR_WARMUP ramp;
+# ok when level-0 bytes / level-4 bytes is within 15 % of 2.
+# (With one request in flight per reader, as dd gives, BFQ does not
+# reach 1:2 on this device: it injects the other reader's request into the
+# second device slot while the in-service reader thinks, as it is built to.)
 # FAIRNESS_CONTROL schedulers (no weights) are measured the same way and
 # only reported, to show what the test tells apart.
 FAIR_SECS=${FAIR_SECS:-20}
-FAIR_WARMUP=${FAIR_WARMUP:-3}
+FAIR_WARMUP=${FAIR_WARMUP:-5}
 FAIRNESS_SCHEDULERS=${FAIRNESS_SCHEDULERS:-bfq}
 FAIRNESS_CONTROL=${FAIRNESS_CONTROL-mq-deadline}
 
-# Bytes a running dd has copied: SIGUSR1 makes it print a "... copied" line.
-dd_bytes() { # pid stderr-file
-	local before after i
-	before=$(grep -c ' copied' "$2")
-	kill -USR1 "$1" 2>/dev/null || return 1
-	for i in $(seq 200); do
-		after=$(grep -c ' copied' "$2")
-		[ "$after" -gt "$before" ] && break
-		sleep 0.05
-	done
-	[ "$after" -gt "$before" ] || return 1
-	grep ' copied' "$2" | tail -1 | cut -d' ' -f1
+# One fairness reader: ionice level $1, device $2, from byte $3, $4 bytes,
+# fio's JSON to $5.
+fair_reader() {
+	ionice -c2 -n"$1" fio --name=reader-$1 --filename="$2" --rw=read --bs=16k \
+		--direct=1 --ioengine=libaio --iodepth=4 --offset="$3" --size="$4" \
+		--time_based --ramp_time="$FAIR_WARMUP" --runtime="$FAIR_SECS" \
+		--output-format=json --output="$5" < /dev/null > "$5.log" 2>&1
 }
 
 # Sets FAIR_HI and FAIR_LO (bytes of the level-0 and level-4 readers over
-# FAIR_SECS), or FAIR_ERR.
+# FAIR_SECS) and FAIR_SKEW_MS (how far apart they finished), or FAIR_ERR.
 fair_measure() { # scheduler
-	local dev=$SLOW_DEV p_lo p_hi lo0 hi0 lo1 hi1
-	FAIR_HI=""; FAIR_LO=""; FAIR_ERR=""
+	local dev=$SLOW_DEV p_lo p_hi rc=0
+	FAIR_HI=""; FAIR_LO=""; FAIR_ERR=""; FAIR_SKEW_MS=""
 	if ! set_sched "$dev" "$1"; then
 		FAIR_ERR="cannot select $1 (offered: $(schedulers_of "$dev" | tr '\n' ' '))"
 		return 1
 	fi
-	# Half a device apart: 20 s at 16 KiB per ms stays well inside each half.
-	local half=$(( $(blockdev --getsize64 "$dev") / 2 / 16384 ))
-	ionice -c2 -n4 dd if="$dev" of=/dev/null bs=16k iflag=direct count=$half \
-		2> /tmp/fair.lo &
+	local half=$(( $(blockdev --getsize64 "$dev") / 2 ))
+	rm -f /tmp/fair.lo /tmp/fair.hi
+	fair_reader 4 "$dev" 0 "$half" /tmp/fair.lo &
 	p_lo=$!
-	ionice -c2 -n0 dd if="$dev" of=/dev/null bs=16k iflag=direct count=$half \
-		skip=$half 2> /tmp/fair.hi &
+	fair_reader 0 "$dev" "$half" "$half" /tmp/fair.hi &
 	p_hi=$!
-	sleep "$FAIR_WARMUP"
-	if lo0=$(dd_bytes $p_lo /tmp/fair.lo) && hi0=$(dd_bytes $p_hi /tmp/fair.hi); then
-		sleep "$FAIR_SECS"
-		if lo1=$(dd_bytes $p_lo /tmp/fair.lo) && hi1=$(dd_bytes $p_hi /tmp/fair.hi); then
-			FAIR_LO=$((lo1 - lo0)); FAIR_HI=$((hi1 - hi0))
-		fi
-	fi
-	kill $p_lo $p_hi 2>/dev/null
-	wait $p_lo $p_hi 2>/dev/null
-	if [ -z "$FAIR_LO" ]; then
-		FAIR_ERR="a reader stopped early: $(tail -1 /tmp/fair.lo) / $(tail -1 /tmp/fair.hi)"
+	wait $p_lo || rc=$?
+	wait $p_hi || rc=$?
+	FAIR_LO=$(jq '.jobs[0].read.io_bytes' /tmp/fair.lo 2>/dev/null)
+	FAIR_HI=$(jq '.jobs[0].read.io_bytes' /tmp/fair.hi 2>/dev/null)
+	if [ $rc != 0 ] || [ -z "$FAIR_LO" ] || [ -z "$FAIR_HI" ] || [ "$FAIR_LO" = null ] || [ "$FAIR_HI" = null ]; then
+		FAIR_ERR="a reader failed (rc $rc): $(tail -2 /tmp/fair.lo.log | tr '\n' ' ') / $(tail -2 /tmp/fair.hi.log | tr '\n' ' ')"
 		return 1
 	fi
 	if [ "$FAIR_LO" -le 0 ]; then
 		FAIR_ERR="the level-4 reader read nothing in ${FAIR_SECS}s (level 0: $FAIR_HI bytes)"
 		return 1
 	fi
+	local t_lo t_hi
+	t_lo=$(jq '.timestamp_ms' /tmp/fair.lo); t_hi=$(jq '.timestamp_ms' /tmp/fair.hi)
+	FAIR_SKEW_MS=$(( t_lo > t_hi ? t_lo - t_hi : t_hi - t_lo ))
 }
 
 fair_line() { # scheduler
-	awk -v s="$1" -v h="$FAIR_HI" -v l="$FAIR_LO" -v t="$FAIR_SECS" 'BEGIN {
-		printf "%s: level 0 (weight 80) %.1f MB, level 4 (weight 40) %.1f MB in %d s (%.2f MB/s together): ratio %.3f (want 2, +-15 %%: 1.70..2.30)",
-			s, h / 1e6, l / 1e6, t, (h + l) / 1e6 / t, h / l }'
+	awk -v s="$1" -v h="$FAIR_HI" -v l="$FAIR_LO" -v t="$FAIR_SECS" -v k="$FAIR_SKEW_MS" 'BEGIN {
+		printf "%s: level 0 (weight 80) %.1f MB, level 4 (weight 40) %.1f MB in %d s (%.2f MB/s together; readers finished %d ms apart): ratio %.3f (want 2, +-15 %%: 1.70..2.30)",
+			s, h / 1e6, l / 1e6, t, (h + l) / 1e6 / t, k, h / l }'
 }
 
 fairness() {

@@ -40,7 +40,8 @@ pub struct StartupSpec {
     /// fio arguments of a reader (direct I/O, so it always reaches the device).
     pub reader_fio: String,
     /// `queue/nr_requests`, set after selecting each scheduler (selecting
-    /// one resets it to twice the device depth).
+    /// one resets it to twice the device depth); not under `none`, whose
+    /// depth is the device's and cannot grow.
     pub nr_requests: u32,
 }
 
@@ -542,7 +543,7 @@ pub fn write_report(dir: &Path, res: &StartupResults) -> Result<()> {
     );
     let _ = writeln!(
         md,
-        "| nr_requests | {} (set under every scheduler) |",
+        "| nr_requests | {} (set under every scheduler; `none` keeps the device depth) |",
         sp.nr_requests
     );
     let _ = writeln!(md, "| schedulers | {} |", res.schedulers.join(", "));
