@@ -128,28 +128,24 @@ pub fn load_suite(root: &Path, name: &str) -> Result<Suite> {
             p.display()
         )
     })?;
-    let suite: Suite = toml::from_str(&text).with_context(|| format!("parsing {}", p.display()))?;
+    parse_suite(&text).with_context(|| format!("parsing {}", p.display()))
+}
+
+/// Parses a suite file and checks that its tables fit its kind.
+pub fn parse_suite(text: &str) -> Result<Suite> {
+    let suite: Suite = toml::from_str(text)?;
     match suite.kind {
         SuiteKind::Fio if suite.workload.is_empty() => {
-            bail!("{}: a fio suite needs [[workload]] entries", p.display())
+            bail!("a fio suite needs [[workload]] entries")
         }
         SuiteKind::Fio if suite.startup.is_some() => {
-            bail!(
-                "{}: [startup] belongs to kind = \"startup\" suites",
-                p.display()
-            )
+            bail!("[startup] belongs to kind = \"startup\" suites")
         }
         SuiteKind::Startup if suite.startup.is_none() => {
-            bail!(
-                "{}: kind = \"startup\" needs a [startup] table",
-                p.display()
-            )
+            bail!("kind = \"startup\" needs a [startup] table")
         }
         SuiteKind::Startup if !suite.workload.is_empty() => {
-            bail!(
-                "{}: a startup suite has no [[workload]] entries",
-                p.display()
-            )
+            bail!("a startup suite has no [[workload]] entries")
         }
         _ => {}
     }
@@ -565,6 +561,28 @@ mod tests {
         let bfq = s.iter().find(|x| x.scheduler == "bfq").unwrap();
         assert!((bfq.ratio_to_none.unwrap() - 0.55).abs() < 1e-9);
         assert_eq!(bfq.runs, 2);
+    }
+
+    #[test]
+    fn suite_kind_defaults_to_fio_and_must_fit_its_tables() {
+        assert_eq!(suite().kind, SuiteKind::Fio);
+        let head = "name = \"x\"\ndescription = \"d\"\ndevices = [\"nullb\"]\n\
+                    [full]\nrepeats = 1\nruntime_s = 1\nramp_s = 0\n\
+                    [quick]\nrepeats = 1\nruntime_s = 1\nramp_s = 0\n";
+        let wl = "[[workload]]\nname = \"r\"\nfio = \"--rw=read\"\n";
+        let st = "[startup]\napp_files = 2\napp_dirs = 1\napp_file_kb_min = 4\n\
+                  app_file_kb_max = 8\nreaders = 1\nreader_file_mb = 1\n\
+                  reader_fio = \"--rw=read\"\nnr_requests = 8\n";
+        assert!(parse_suite(&format!("{head}{wl}")).is_ok());
+        assert!(parse_suite(head).is_err(), "fio suite without workloads");
+        assert!(parse_suite(&format!("{head}{wl}{st}")).is_err());
+        let k = head.replacen("name = \"x\"\n", "name = \"x\"\nkind = \"startup\"\n", 1);
+        let s = parse_suite(&format!("{k}{st}")).unwrap();
+        assert_eq!(s.kind, SuiteKind::Startup);
+        assert!(parse_suite(&k).is_err(), "startup suite without [startup]");
+        assert!(parse_suite(&format!("{k}{st}{wl}")).is_err());
+        let bad = k.replacen("kind = \"startup\"", "kind = \"other\"", 1);
+        assert!(parse_suite(&format!("{bad}{st}")).is_err());
     }
 
     #[test]
