@@ -29,7 +29,9 @@ pub const PACKAGES: &[(&str, &str)] = &[
     ("qemu-system-x86", "booting the guest"),
     ("fio", "benchmarks and tests in the guest"),
     ("kmod", "insmod/rmmod in the guest"),
-    ("util-linux", "ionice in the guest"),
+    ("util-linux", "ionice, dmesg in the guest"),
+    ("jq", "reading fio's JSON in the guest tests"),
+    ("e2fsprogs", "mkfs.ext4 in the guest"),
 ];
 
 /// Where the kernel Rust toolchain lives.
