@@ -9,6 +9,7 @@
 #include <linux/blk-mq.h>
 #include <linux/blk_types.h>
 #include <linux/blkdev.h>
+#include <linux/iocontext.h>
 #include <linux/list.h>
 #include <linux/timekeeping.h>
 #include "../../block/blk.h"
@@ -56,4 +57,19 @@ void rust_helper_list_del_init(struct list_head *entry)
 bool rust_helper_list_empty(const struct list_head *head)
 {
 	return list_empty(head);
+}
+
+/* Per-process I/O contexts (rust/kernel/block/mq/elevator/icq.rs). */
+struct io_cq *rust_helper_ioc_find_get_icq(struct request_queue *q)
+{
+#ifdef CONFIG_BLK_ICQ
+	return ioc_find_get_icq(q);
+#else
+	return NULL;
+#endif
+}
+
+void rust_helper_put_io_context(struct io_context *ioc)
+{
+	put_io_context(ioc);
 }

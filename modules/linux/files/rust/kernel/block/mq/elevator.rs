@@ -55,6 +55,15 @@
 //! insertion through [`Insertion::try_merge`]. Requests become back-merge
 //! candidates with [`Insertion::add_merge_candidate`]; the abstraction
 //! removes them from the hash when they leave the scheduler.
+//!
+//! # Per-process state
+//!
+//! A scheduler that sets [`Elevator::IO_CONTEXTS`] gets an [`IoCq`] per
+//! (process I/O context, queue), found through [`RequestRef::io_cq`], and
+//! [`Elevator::exit_icq`] when one goes away (see the `icq` module).
+
+mod icq;
+pub use icq::IoCq;
 
 use crate::{
     bindings, c_str, container_of,
@@ -167,6 +176,13 @@ impl Queue {
     pub fn nr_hw_queues(&self) -> u32 {
         // SAFETY: As above.
         unsafe { (*self.as_ptr()).nr_hw_queues }
+    }
+
+    /// Whether the device reports itself rotational (`!blk_queue_nonrot()`).
+    pub fn is_rotational(&self) -> bool {
+        // SAFETY: The queue is live; `limits.features` changes only with the
+        // queue frozen.
+        unsafe { (*self.as_ptr()).limits.features & bindings::BLK_FEAT_ROTATIONAL != 0 }
     }
 
     /// The NUMA node of the queue.
@@ -413,6 +429,12 @@ impl RequestRef {
         self.raw().internal_tag
     }
 
+    /// The request queue the request belongs to.
+    pub fn queue(&self) -> &Queue {
+        // SAFETY: `q` is set at allocation and outlives the request.
+        unsafe { Queue::from_raw(self.queue_ptr()) }
+    }
+
     /// The index of the request's hardware queue.
     pub fn hw_queue(&self) -> u32 {
         let hctx = self.raw().mq_hctx;
@@ -584,6 +606,11 @@ pub trait Elevator: Sized + Send + Sync + 'static {
     /// [`Elevator::tunable_show`] and [`Elevator::tunable_store`], by index.
     const TUNABLES: &'static [&'static CStr] = &[];
 
+    /// Whether the scheduler keeps state per process I/O context: the block
+    /// layer then gives each (context, queue) pair an [`IoCq`] (see the
+    /// `icq` module).
+    const IO_CONTEXTS: bool = false;
+
     /// Creates the state for `queue` when it selects this scheduler.
     fn init(queue: &Queue) -> Result<(Self, Self::Locked)>;
 
@@ -690,6 +717,13 @@ pub trait Elevator: Sized + Send + Sync + 'static {
     /// whenever `nr_requests` changes (`depth_updated`). The queue is frozen
     /// and holds no request.
     fn depth_updated(&self, _locked: &mut Self::Locked, _update: &DepthUpdate<'_>) {
+        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// An I/O context leaves the queue (`exit_icq`): its process exited, or
+    /// the scheduler is being detached. Called once per context, with the
+    /// elevator lock held. Only for [`Elevator::IO_CONTEXTS`] schedulers.
+    fn exit_icq(&self, _locked: &mut Self::Locked, _icq: &IoCq) {
         crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
     }
 
@@ -1121,7 +1155,7 @@ impl<T: Elevator> Vtable<T> {
         } else {
             None
         },
-        prepare_request: if T::HAS_PREPARE_REQUEST {
+        prepare_request: if T::HAS_PREPARE_REQUEST || T::IO_CONTEXTS {
             Some(Self::prepare_request)
         } else {
             None
@@ -1145,8 +1179,13 @@ impl<T: Elevator> Vtable<T> {
         // sort order; without these, only insertion merges join requests.
         former_request: None,
         next_request: None,
+        // The icq memory is zeroed at allocation: nothing to initialise.
         init_icq: None,
-        exit_icq: None,
+        exit_icq: if T::IO_CONTEXTS {
+            Some(Self::exit_icq)
+        } else {
+            None
+        },
     };
 
     const TUNABLE_FNS: [(ShowFn, StoreFn); MAX_TUNABLES] =
@@ -1370,6 +1409,13 @@ impl<T: Elevator> Vtable<T> {
     /// Called by the block layer for a request being allocated on a queue
     /// this elevator is attached to.
     unsafe extern "C" fn prepare_request(rq: *mut bindings::request) {
+        if T::IO_CONTEXTS {
+            // SAFETY: A request being prepared, in process context.
+            unsafe { Self::get_icq(rq) };
+        }
+        if !T::HAS_PREPARE_REQUEST {
+            return;
+        }
         // SAFETY: The request is live and its queue has this elevator.
         let (data, r) = unsafe {
             (
@@ -1385,18 +1431,21 @@ impl<T: Elevator> Vtable<T> {
     /// Called by the block layer (`blk_mq_free_request()`) for a request of
     /// a queue this elevator is attached to, possibly in hard-IRQ context.
     unsafe extern "C" fn finish_request(rq: *mut bindings::request) {
-        if !T::HAS_FINISH_REQUEST {
-            return;
+        if T::HAS_FINISH_REQUEST {
+            // SAFETY: The request is live and its queue has this elevator.
+            let (data, r) = unsafe {
+                (
+                    ElevatorData::<T>::from_queue((*rq).q),
+                    RequestRef::from_raw(rq),
+                )
+            };
+            let mut guard = data.lock.lock();
+            T::finish_request(&data.shared, &mut guard, r);
         }
-        // SAFETY: The request is live and its queue has this elevator.
-        let (data, r) = unsafe {
-            (
-                ElevatorData::<T>::from_queue((*rq).q),
-                RequestRef::from_raw(rq),
-            )
-        };
-        let mut guard = data.lock.lock();
-        T::finish_request(&data.shared, &mut guard, r);
+        if T::IO_CONTEXTS {
+            // SAFETY: The request is being freed; the lock is not held.
+            unsafe { Self::put_icq(rq) };
+        }
     }
 
     /// # Safety
@@ -1715,6 +1764,9 @@ impl<T: Elevator> Registration<T> {
         if T::NAME.len() >= ELV_NAME_MAX || T::ALIAS.map_or(false, |a| a.len() >= ELV_NAME_MAX) {
             return Err(EINVAL);
         }
+        if T::HAS_EXIT_ICQ && !T::IO_CONTEXTS {
+            return Err(EINVAL);
+        }
         if T::TUNABLES.len() > MAX_TUNABLES
             || (!T::TUNABLES.is_empty() && !(T::HAS_TUNABLE_SHOW && T::HAS_TUNABLE_STORE))
         {
@@ -1748,6 +1800,11 @@ impl<T: Elevator> Registration<T> {
         ty.elevator_name = T::NAME.as_char_ptr();
         ty.elevator_alias = T::ALIAS.map_or(ptr::null(), |a| a.as_char_ptr());
         ty.elevator_owner = module.as_ptr();
+        if T::IO_CONTEXTS {
+            // `elv_register()` makes the icq cache from these.
+            ty.icq_size = icq::ICQ_SIZE;
+            ty.icq_align = icq::ICQ_ALIGN;
+        }
         ty.elevator_attrs = if T::TUNABLES.is_empty() {
             ptr::null_mut()
         } else {
