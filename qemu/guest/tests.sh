@@ -16,7 +16,7 @@ KTAP=/run/out/ktap.txt
 out() { echo "$*" | tee -a "$KTAP"; }
 fio_q() { fio --minimal --output=/tmp/fio.out "$@" < /dev/null > /tmp/fio.log 2>&1; }
 
-ALL_TESTS="policy_selftest select_every_scheduler write_verify switch_under_io rmmod_in_use tunables_reject_bad_input nr_requests_under_io read_starvation fairness kmemleak"
+ALL_TESTS="policy_selftest select_every_scheduler write_verify switch_under_io rmmod_in_use tunables_reject_bad_input nr_requests_under_io read_starvation fairness bfq_tunables short_lived_procs kmemleak"
 TESTS=${TESTS:-$ALL_TESTS}
 
 # --- policy_selftest: the policy crate's checks, run inside the kernel by
@@ -463,6 +463,135 @@ fairness() {
 			out "    not ok $n $s # ratio outside 1.70..2.30"
 		fi
 	done
+}
+
+# --- Tests of the rust-bfq elevator module; they skip when it is not built.
+RB=rust-bfq
+
+rb_available() {
+	case " $SCHEDULERS " in *" $RB "*) return 0 ;; *) return 1 ;; esac
+}
+
+# --- bfq_tunables: rust-bfq lists C bfq's tunables with C bfq's defaults;
+# malformed or out-of-range writes fail with EINVAL and keep the value (C
+# bfq clamps out-of-range values instead); a valid write takes.
+bfq_tunables() {
+	if ! rb_available; then
+		echo "rust_bfq not built" > /tmp/skip
+		out "    1..0"
+		return
+	fi
+	local dev=${DEVICES%% *} q n t
+	q=/sys/block/$(devname "$dev")/queue
+	set_sched "$dev" bfq || { out "    1..1"; out "    not ok 1 select_bfq"; return; }
+	local c_names c_defaults=""
+	c_names=$(ls "$q/iosched" | sort | tr '\n' ' ')
+	for t in $c_names; do c_defaults="$c_defaults $t=$(cat "$q/iosched/$t")"; done
+	set_sched "$dev" "$RB" || { out "    1..1"; out "    not ok 1 select_rust_bfq"; return; }
+	local names defaults=""
+	names=$(ls "$q/iosched" | sort | tr '\n' ' ')
+	for t in $names; do defaults="$defaults $t=$(cat "$q/iosched/$t")"; done
+	out "    1..$(( $(echo $names | wc -w) + 1 ))"
+	if [ "$names" = "$c_names" ] && [ "$defaults" = "$c_defaults" ]; then
+		out "    #$defaults"
+		out "    ok 1 same_names_and_defaults_as_bfq"
+	else
+		out "    # bfq:$c_defaults"
+		out "    # $RB:$defaults"
+		out "    not ok 1 same_names_and_defaults_as_bfq"
+	fi
+	n=1
+	for t in $names; do
+		n=$((n + 1))
+		local f=$q/iosched/$t before extra good v fails=""
+		before=$(cat "$f")
+		case $t in
+		low_latency|strict_guarantees) extra="2"; good=$((1 - before)) ;;
+		fifo_expire_sync|fifo_expire_async|back_seek_penalty|timeout_sync) extra="0"; good=$((before + 7)) ;;
+		slice_idle_us) extra="4294967296"; good=$((before + 7)) ;;
+		*) extra=""; good=$((before + 7)) ;;
+		esac
+		for v in abc 12abc 0x 1.5 -1 2147483648 99999999999999999999 $extra ""; do
+			[ "$t" = slice_idle_us ] && [ "$v" = 2147483648 ] && continue
+			if echo "$v" > "$f" 2>/tmp/tun.err; then
+				fails="$fails accepted:'$v'"
+			elif ! grep -q "Invalid argument" /tmp/tun.err; then
+				fails="$fails errno:'$v':$(tr '\n' ' ' < /tmp/tun.err)"
+			fi
+			if [ "$(cat "$f")" != "$before" ]; then
+				fails="$fails changed:'$v'->$(cat "$f")"
+				echo "$before" > "$f"
+			fi
+		done
+		if ! echo "$good" > "$f" 2>/tmp/tun.err || [ "$(cat "$f")" != "$good" ]; then
+			fails="$fails rejected_valid:'$good'->$(cat "$f")"
+		fi
+		echo "$before" > "$f"
+		if [ -z "$fails" ] && [ "$(cat "$f")" = "$before" ]; then
+			out "    ok $n $t"
+		else
+			out "    not ok $n $t #$fails"
+		fi
+	done
+	set_sched "$dev" none
+}
+
+# --- short_lived_procs: many short-lived processes doing I/O in waves on
+# the slow device (so requests queue and processes exit with I/O still in
+# the scheduler): PROCS_WAVES waves of PROCS_PER_WAVE processes, each one
+# dd of 16 × 4 KiB direct reads or writes, beside one long-lived reader.
+# Every process must succeed, the scheduler must keep its issuer slots
+# straight (more processes than rust-bfq has slots, so slots are reused),
+# and I/O must still work afterwards. Run for bfq too, as the reference.
+short_lived_procs() {
+	if ! rb_available; then
+		echo "rust_bfq not built" > /tmp/skip
+		out "    1..0"
+		return
+	fi
+	local dev=$SLOW_DEV waves=${PROCS_WAVES:-12} per=${PROCS_PER_WAVE:-50} s n=0
+	out "    1..2"
+	for s in bfq "$RB"; do
+		n=$((n + 1))
+		if ! set_sched "$dev" "$s"; then
+			out "    not ok $n $s # cannot select"
+			continue
+		fi
+		local errs_before t0 w i pids failed=0 started=0
+		errs_before=$(dmesg | grep -ci 'i/o error')
+		t0=$EPOCHREALTIME
+		fio --name=bg --filename="$dev" --rw=read --bs=64k --direct=1 \
+			--ioengine=libaio --iodepth=2 --offset=1024M --size=512M \
+			--time_based --runtime=600 < /dev/null > /tmp/bg.log 2>&1 &
+		local bg=$!
+		for w in $(seq "$waves"); do
+			pids=""
+			for i in $(seq "$per"); do
+				local off=$(( (w * per + i) * 64 ))
+				if [ $((i % 2)) = 0 ]; then
+					dd if="$dev" of=/dev/null bs=4k count=16 iflag=direct skip=$off status=none &
+				else
+					dd if=/dev/zero of="$dev" bs=4k count=16 oflag=direct seek=$off status=none &
+				fi
+				pids="$pids $!"
+				started=$((started + 1))
+			done
+			for i in $pids; do wait "$i" || failed=$((failed + 1)); done
+		done
+		kill -INT $bg 2>/dev/null
+		wait $bg
+		local bg_rc=$?
+		local secs errs
+		secs=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
+		errs=$(( $(dmesg | grep -ci 'i/o error') - errs_before ))
+		out "    # $s: $started processes in $waves waves, $failed failed, ${secs}s, background reader rc $bg_rc, new I/O errors: $errs"
+		if [ $failed = 0 ] && [ $errs = 0 ] && quick_verify "$dev" 1900; then
+			out "    ok $n $s"
+		else
+			out "    not ok $n $s"
+		fi
+	done
+	set_sched "$dev" none
 }
 
 # --- kmemleak: on a kernel with kmemleak, nothing the tests did leaked.

@@ -727,6 +727,8 @@ const GUEST_TESTS: &[&str] = &[
     "nr_requests_under_io",
     "read_starvation",
     "fairness",
+    "bfq_tunables",
+    "short_lived_procs",
     "kmemleak",
 ];
 

@@ -1,0 +1,455 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `rust-bfq`: a BFQ-like proportional-share I/O scheduler in Rust.
+//!
+//! The scheduling decisions are the policy crate's [`Bfq`] (the very source
+//! file the host tests, property tests and fuzzers exercise, included
+//! below); this module maps the block layer onto it through the elevator
+//! abstraction (`kernel::block::mq::elevator`).
+//!
+//! - Requests are named in the policy by their scheduler index
+//!   ([`RequestRef::sched_index`]), unique among the queue's scheduler
+//!   requests; storage is sized for the largest depth the block layer
+//!   allows, so `nr_requests` changes never move it.
+//! - Issuers are process I/O contexts: the scheduler asks for one
+//!   [`IoCq`] per (context, queue) ([`Elevator::IO_CONTEXTS`]) and keeps
+//!   the context's issuer id in its word (0: none yet). The first request a
+//!   context inserts takes a free issuer slot; the last slot is shared by
+//!   requests without a context, contexts that found no free slot, and
+//!   contexts that already exited. `exit_icq` calls [`Bfq::issuer_exit`];
+//!   the policy frees the slot once the context's requests are done.
+//! - Weights come from the requests' I/O priority (`ionice`), mapped as
+//!   `bfq_ioprio_to_weight()` does: `(8 - level) * 10`.
+//! - Idling: [`Dispatch::IdleUntil`] arms a delayed run of the hardware
+//!   queues (`blk_mq_delay_run_hw_queues()`, millisecond resolution); a
+//!   request arriving earlier runs the queue anyway (the block layer does
+//!   after every insertion), and an early or late run just asks the policy
+//!   again. A completion that leaves nothing in flight while requests wait
+//!   schedules a run, as `bfq_completed_request()` does.
+//! - `limit_depth`: the policy's async/sync-write depth fractions, applied
+//!   to the current `nr_requests`.
+//!
+//! Differences from C BFQ beyond the policy's own (see its module docs):
+//! no cgroups; front merges look at every queue, not only the submitter's;
+//! async requests use their context's queue, not shared per-priority
+//! async queues.
+
+use core::sync::atomic::{AtomicU32, Ordering};
+use kernel::block::mq::elevator::{
+    self, Bio, BioMerge, DepthUpdate, Elevator, HwQueue, Insertion, IoCq, MergeKind, OpFlags,
+    Queue, ReqOp, Request, RequestRef,
+};
+use kernel::prelude::*;
+use kernel::{c_str, str::CStr};
+
+// The policy crate's sources, included at the crate root as in every
+// ironlift module, so that their `super::` paths name each other.
+#[allow(dead_code, unreachable_pub, missing_docs)]
+#[path = "../policy/src/types.rs"]
+mod types;
+#[allow(dead_code, unreachable_pub, missing_docs)]
+#[path = "../policy/src/bfq.rs"]
+mod bfq;
+
+use bfq::{Bfq, IssuerSlot, ReqSlot};
+use types::{Dispatch, IoPrio, IssuerId, MergeProbe, Op, Policy, RequestDesc, TunableError};
+
+module! {
+    type: RustBfqModule,
+    name: "rust_bfq",
+    author: "ironlift developers",
+    description: "BFQ-like proportional-share I/O scheduler in Rust",
+    license: "GPL",
+    alias: ["rust-bfq-iosched"],
+}
+
+struct RustBfqModule {
+    _registration: elevator::Registration<RustBfq>,
+}
+
+impl kernel::Module for RustBfqModule {
+    fn init(module: &'static ThisModule) -> Result<Self> {
+        // The sysfs files must be the policy's tunables, in its order.
+        let probe = Bfq::new([ReqSlot::default(); 1], [IssuerSlot::default(); 1])
+            .map_err(|_| EINVAL)?;
+        let names = probe.tunables();
+        if names.len() != TUNABLES.len()
+            || names
+                .iter()
+                .zip(TUNABLES)
+                .any(|(n, t)| n.as_bytes() != t.as_bytes())
+        {
+            pr_err!("rust-bfq: sysfs tunables do not match the policy's\n");
+            return Err(EINVAL);
+        }
+        Ok(RustBfqModule {
+            _registration: elevator::Registration::new(module)?,
+        })
+    }
+}
+
+/// BFQ's tunables, as the policy names them (the order of its sysfs files).
+const TUNABLES: &[&CStr] = &[
+    c_str!("fifo_expire_sync"),
+    c_str!("fifo_expire_async"),
+    c_str!("back_seek_max"),
+    c_str!("back_seek_penalty"),
+    c_str!("slice_idle"),
+    c_str!("slice_idle_us"),
+    c_str!("max_budget"),
+    c_str!("timeout_sync"),
+    c_str!("strict_guarantees"),
+    c_str!("low_latency"),
+];
+
+/// Issuer slots: one per process I/O context with I/O in flight or queued
+/// (slots are reused once a context exited and its requests are done),
+/// the last one shared.
+const ISSUERS: usize = 512;
+
+/// Values of an [`IoCq`]'s word besides `id + 1`.
+const ICQ_UNASSIGNED: usize = 0;
+const ICQ_SHARED: usize = usize::MAX - 1;
+const ICQ_EXITED: usize = usize::MAX;
+
+/// The policy's request storage: one [`ReqSlot`] per scheduler index.
+struct ReqSlots(KVVec<ReqSlot>);
+
+impl AsRef<[ReqSlot]> for ReqSlots {
+    fn as_ref(&self) -> &[ReqSlot] {
+        &self.0
+    }
+}
+
+impl AsMut<[ReqSlot]> for ReqSlots {
+    fn as_mut(&mut self) -> &mut [ReqSlot] {
+        &mut self.0
+    }
+}
+
+/// The policy's issuer storage.
+struct IssuerSlots(KVVec<IssuerSlot>);
+
+impl AsRef<[IssuerSlot]> for IssuerSlots {
+    fn as_ref(&self) -> &[IssuerSlot] {
+        &self.0
+    }
+}
+
+impl AsMut<[IssuerSlot]> for IssuerSlots {
+    fn as_mut(&mut self) -> &mut [IssuerSlot] {
+        &mut self.0
+    }
+}
+
+/// The per-queue state behind the elevator lock.
+struct Locked {
+    policy: Bfq<ReqSlots, IssuerSlots>,
+    /// The handle of each queued request, by scheduler index.
+    requests: KVVec<Option<Request>>,
+    /// Where the search for a free issuer slot starts.
+    next_issuer: usize,
+}
+
+/// The per-queue state read without the lock.
+struct RustBfq {
+    /// `limit_depth()` answers by [`limit_index`]; 0 means no limit. Kept
+    /// equal to the policy's limits, scaled to `nr_requests`, under the lock.
+    depth_limits: [AtomicU32; 4],
+    /// The scheduler tags per hardware queue (`nr_requests`).
+    nr_requests: AtomicU32,
+}
+
+/// The policy's view of a block-layer operation.
+fn policy_op(op: ReqOp) -> Op {
+    match op {
+        ReqOp::Read => Op::Read,
+        ReqOp::Flush => Op::Flush,
+        ReqOp::Discard => Op::Discard,
+        // Writes, write-zeroes and the rest are writes (`rq_data_dir()`).
+        _ => Op::Write,
+    }
+}
+
+fn limit_index(read: bool, sync: bool) -> usize {
+    usize::from(read) * 2 + usize::from(sync)
+}
+
+fn tunable_error(_: TunableError) -> Error {
+    EINVAL
+}
+
+impl RustBfq {
+    /// Mirrors the policy's depth limits for the lock-free `limit_depth`.
+    /// The policy expresses them against its storage size; they are
+    /// fractions of the depth, so scale them to `nr_requests`.
+    fn refresh_depth_limits(&self, policy: &Bfq<ReqSlots, IssuerSlots>, capacity: usize) {
+        let depth = u64::from(self.nr_requests.load(Ordering::Relaxed));
+        let capacity = capacity.max(1) as u64;
+        for (op, read) in [(Op::Read, true), (Op::Write, false)] {
+            for sync in [false, true] {
+                let limit = match policy.async_depth_limit(op, sync) {
+                    None => 0,
+                    Some(l) => (u64::from(l) * depth / capacity).clamp(1, u64::from(u32::MAX)),
+                };
+                self.depth_limits[limit_index(read, sync)].store(limit as u32, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn refresh(&self, locked: &Locked) {
+        self.refresh_depth_limits(&locked.policy, locked.requests.len());
+    }
+}
+
+impl Locked {
+    /// The handle slot of a request, if it has a scheduler index.
+    fn slot(&mut self, rq: &RequestRef) -> Option<(usize, &mut Option<Request>)> {
+        let index = rq.sched_index()?;
+        self.requests.get_mut(index).map(|slot| (index, slot))
+    }
+
+    /// The shared issuer slot.
+    fn shared(&self) -> IssuerId {
+        ISSUERS - 1
+    }
+
+    /// A free issuer slot (not the shared one), if any.
+    fn free_issuer(&mut self) -> Option<IssuerId> {
+        let n = ISSUERS - 1;
+        for k in 0..n {
+            let i = (self.next_issuer + k) % n;
+            if self.policy.issuer_is_free(i) {
+                self.next_issuer = (i + 1) % n;
+                return Some(i);
+            }
+        }
+        None
+    }
+
+    /// The issuer of a request: its context's slot, taking a free one on
+    /// the context's first request (unless `at_head`: those go straight
+    /// out and need no queue of their own).
+    fn issuer(&mut self, rq: &RequestRef, at_head: bool) -> IssuerId {
+        let Some(icq) = rq.io_cq() else {
+            return self.shared();
+        };
+        match icq.private() {
+            ICQ_UNASSIGNED if at_head => self.shared(),
+            ICQ_UNASSIGNED => match self.free_issuer() {
+                Some(id) => {
+                    icq.set_private(id + 1);
+                    id
+                }
+                None => {
+                    icq.set_private(ICQ_SHARED);
+                    self.shared()
+                }
+            },
+            ICQ_SHARED | ICQ_EXITED => self.shared(),
+            w if w - 1 < ISSUERS - 1 => w - 1,
+            _ => self.shared(),
+        }
+    }
+}
+
+#[vtable]
+impl Elevator for RustBfq {
+    type Locked = Locked;
+
+    const NAME: &'static CStr = c_str!("rust-bfq");
+    const TUNABLES: &'static [&'static CStr] = TUNABLES;
+    const IO_CONTEXTS: bool = true;
+
+    fn init(queue: &Queue) -> Result<(Self, Locked)> {
+        let capacity = queue.sched_index_bound();
+        let mut slots = KVVec::with_capacity(capacity, GFP_KERNEL)?;
+        slots.extend_with(capacity, ReqSlot::default(), GFP_KERNEL)?;
+        let mut issuers = KVVec::with_capacity(ISSUERS, GFP_KERNEL)?;
+        issuers.extend_with(ISSUERS, IssuerSlot::default(), GFP_KERNEL)?;
+        let mut requests = KVVec::with_capacity(capacity, GFP_KERNEL)?;
+        for _ in 0..capacity {
+            requests.push(None, GFP_KERNEL)?;
+        }
+        let mut policy =
+            Bfq::new(ReqSlots(slots), IssuerSlots(issuers)).map_err(|_| EINVAL)?;
+        policy.set_nonrotational(!queue.is_rotational());
+        let shared = RustBfq {
+            depth_limits: Default::default(),
+            nr_requests: AtomicU32::new(queue.nr_requests()),
+        };
+        let locked = Locked {
+            policy,
+            requests,
+            next_issuer: 0,
+        };
+        shared.refresh(&locked);
+        Ok((shared, locked))
+    }
+
+    fn insert_requests(
+        &self,
+        locked: &mut Locked,
+        _hctx: &HwQueue,
+        requests: &mut Insertion<'_, Self>,
+        at_head: bool,
+    ) {
+        let now = elevator::ktime_get_ns();
+        while let Some(rq) = requests.next() {
+            let Err(rq) = requests.try_merge(locked, rq) else {
+                continue;
+            };
+            let desc = RequestDesc {
+                sector: rq.sector(),
+                sectors: rq.sectors(),
+                op: policy_op(rq.op()),
+                sync: rq.is_sync(),
+                prio: IoPrio::from_kernel(rq.ioprio()),
+                issuer: locked.issuer(&rq, at_head),
+                arrival: now,
+            };
+            if !at_head {
+                requests.add_merge_candidate(&rq);
+            }
+            let Some((tag, slot)) = locked.slot(&rq) else {
+                // Cannot happen: every scheduler request has an index below
+                // the bound. Dropping the handle reports it.
+                drop(rq);
+                continue;
+            };
+            if slot.is_some() {
+                // The index is in use: the block layer gave one tag to two
+                // requests. Keep the queued one; report the new one.
+                drop(rq);
+                continue;
+            }
+            *slot = Some(rq);
+            locked.policy.insert(tag, &desc, at_head, now);
+        }
+        self.refresh(locked);
+    }
+
+    fn dispatch_request(&self, locked: &mut Locked, hctx: &HwQueue) -> Option<Request> {
+        let now = elevator::ktime_get_ns();
+        let rq = loop {
+            match locked.policy.dispatch(now) {
+                Dispatch::Request(tag) => {
+                    if let Some(rq) = locked.requests.get_mut(tag).and_then(Option::take) {
+                        break Some(rq);
+                    }
+                    // The policy named a tag without a request: skip it.
+                }
+                Dispatch::IdleUntil(until) => {
+                    // Run the queue when the idle slice ends (rounded up to
+                    // the timer's millisecond); a request arriving earlier
+                    // runs it anyway.
+                    let ms = until.saturating_sub(now).div_ceil(1_000_000).max(1);
+                    hctx.queue().delay_run_hw_queues(ms);
+                    break None;
+                }
+                Dispatch::Empty => break None,
+            }
+        };
+        self.refresh(locked);
+        rq
+    }
+
+    fn finish_request(&self, locked: &mut Locked, rq: &RequestRef) {
+        let Some(tag) = rq.sched_index() else {
+            return;
+        };
+        locked.policy.completed(tag, elevator::ktime_get_ns());
+        if locked.policy.in_flight() == 0 && locked.policy.has_work() {
+            // As bfq_completed_request(): nothing left on the device, so
+            // nothing else will run the queue; the policy may want to
+            // dispatch, or idle (then the run arms the idle timer).
+            rq.queue().run_hw_queues_async();
+        }
+        self.refresh(locked);
+    }
+
+    fn requeue_request(&self, locked: &mut Locked, rq: &RequestRef) {
+        if let Some(tag) = rq.sched_index() {
+            locked.policy.requeued(tag, elevator::ktime_get_ns());
+        }
+    }
+
+    fn exit_icq(&self, locked: &mut Locked, icq: &IoCq) {
+        let w = icq.private();
+        if w != ICQ_UNASSIGNED && w != ICQ_SHARED && w != ICQ_EXITED && w - 1 < ISSUERS - 1 {
+            locked.policy.issuer_exit(w - 1, elevator::ktime_get_ns());
+        }
+        // Requests the context still allocates go to the shared slot: its
+        // own may be handed to another context once drained.
+        icq.set_private(ICQ_EXITED);
+        self.refresh(locked);
+    }
+
+    fn bio_merge(&self, locked: &mut Locked, merge: BioMerge<'_, Self>) -> bool {
+        merge.try_merge(locked)
+    }
+
+    fn request_merge<'a>(&self, locked: &'a mut Locked, bio: &Bio) -> Option<&'a RequestRef> {
+        let probe = MergeProbe {
+            bio_end: bio.end_sector(),
+            op: policy_op(bio.opf().op()),
+            prio: IoPrio::from_kernel(bio.ioprio()),
+        };
+        let tag = locked.policy.front_merge_candidate(&probe)?;
+        locked.requests.get(tag)?.as_deref()
+    }
+
+    fn request_merged(&self, locked: &mut Locked, rq: &RequestRef, kind: MergeKind) {
+        if kind == MergeKind::Front {
+            if let Some(tag) = rq.sched_index() {
+                locked.policy.front_merged(tag, rq.sector(), rq.sectors());
+            }
+        }
+    }
+
+    fn requests_merged(
+        &self,
+        locked: &mut Locked,
+        into: &RequestRef,
+        next: &RequestRef,
+    ) -> Option<Request> {
+        let into = into.sched_index()?;
+        let (tag, slot) = locked.slot(next)?;
+        // Only give back the handle if it is `next`'s (for the request being
+        // inserted, the slot is empty).
+        let handle = match slot {
+            Some(held) if core::ptr::eq::<RequestRef>(&**held, next) => slot.take(),
+            _ => None,
+        };
+        locked.policy.requests_merged(into, tag);
+        handle
+    }
+
+    fn limit_depth(&self, opf: OpFlags) -> Option<u32> {
+        let read = opf.op() == ReqOp::Read;
+        let limit = self.depth_limits[limit_index(read, opf.is_sync())].load(Ordering::Relaxed);
+        (limit != 0).then_some(limit)
+    }
+
+    fn depth_updated(&self, locked: &mut Locked, update: &DepthUpdate<'_>) {
+        self.nr_requests
+            .store(update.nr_requests(), Ordering::Relaxed);
+        update.set_min_shallow_depth(1);
+        self.refresh(locked);
+    }
+
+    fn tunable_show(&self, locked: &Locked, index: usize) -> Result<i64> {
+        let name = TUNABLES.get(index).ok_or(EINVAL)?.to_str()?;
+        locked.policy.tunable(name).map_err(tunable_error)
+    }
+
+    fn tunable_store(&self, locked: &mut Locked, index: usize, text: &str) -> Result {
+        let name = TUNABLES.get(index).ok_or(EINVAL)?.to_str()?;
+        locked
+            .policy
+            .set_tunable(name, text)
+            .map_err(tunable_error)?;
+        self.refresh(locked);
+        Ok(())
+    }
+}
