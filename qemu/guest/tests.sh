@@ -370,7 +370,7 @@ read_starvation() {
 }
 
 # --- fairness: two sequential readers (fio, direct I/O, 16 KiB, libaio
-# iodepth 4, so each alone keeps the device busy) on the slow device,
+# iodepth 8, so each alone keeps the device busy) on the slow device,
 # started together, one under `ionice -c2 -n4` and one under
 # `ionice -c2 -n0`. BFQ maps a best-effort level to the weight
 # (IOPRIO_NR_LEVELS - level) * BFQ_WEIGHT_CONVERSION_COEFF (bfq_ioprio_to_weight
@@ -391,7 +391,7 @@ FAIRNESS_CONTROL=${FAIRNESS_CONTROL-mq-deadline}
 # fio's JSON to $5.
 fair_reader() {
 	ionice -c2 -n"$1" fio --name=reader-$1 --filename="$2" --rw=read --bs=16k \
-		--direct=1 --ioengine=libaio --iodepth=4 --offset="$3" --size="$4" \
+		--direct=1 --ioengine=libaio --iodepth=8 --offset="$3" --size="$4" \
 		--time_based --ramp_time="$FAIR_WARMUP" --runtime="$FAIR_SECS" \
 		--output-format=json --output="$5" < /dev/null > "$5.log" 2>&1
 }
