@@ -72,7 +72,9 @@ impl RequestRef {
     /// The request's I/O context on its queue, if the queue's scheduler
     /// keeps them ([`Elevator::IO_CONTEXTS`]) and one could be allocated.
     pub fn io_cq(&self) -> Option<&IoCq> {
-        let icq = self.raw().elv.icq;
+        // SAFETY: The request is live; `elv.icq` is set in `prepare_request`
+        // and cleared when the request is freed.
+        let icq = unsafe { (*self.as_ptr()).elv.icq };
         if icq.is_null() {
             return None;
         }
