@@ -104,6 +104,9 @@ enum Cmd {
         /// Comma-separated devices (names in configs/devices/guest.toml)
         #[arg(long, value_delimiter = ',')]
         devices: Option<Vec<String>>,
+        /// Comma-separated workloads of the suite [default: all]
+        #[arg(long, value_delimiter = ',')]
+        workloads: Option<Vec<String>>,
         /// Results folder [default: results/<date>-<kernel>[-quick]]
         #[arg(long)]
         out: Option<PathBuf>,
@@ -175,6 +178,7 @@ fn main() {
             runtime,
             schedulers,
             devices,
+            workloads,
             out,
         } => qemu_bench(BenchOpts {
             k,
@@ -185,6 +189,7 @@ fn main() {
             runtime,
             schedulers,
             devices,
+            workloads,
             out,
         }),
         Cmd::Test {
@@ -299,13 +304,31 @@ struct BenchOpts {
     runtime: Option<u32>,
     schedulers: Option<Vec<String>>,
     devices: Option<Vec<String>>,
+    workloads: Option<Vec<String>>,
     out: Option<PathBuf>,
 }
 
 fn qemu_bench(o: BenchOpts) -> Result<()> {
     let started_at = Instant::now();
     let root = util::repo_root();
-    let suite = bench::load_suite(&root, &o.suite)?;
+    let mut suite = bench::load_suite(&root, &o.suite)?;
+    if let Some(want) = &o.workloads {
+        for w in want {
+            if !suite.workload.iter().any(|x| &x.name == w) {
+                bail!(
+                    "suite {} has no workload {w:?}; it has: {}",
+                    suite.name,
+                    suite
+                        .workload
+                        .iter()
+                        .map(|x| x.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
+        }
+        suite.workload.retain(|x| want.contains(&x.name));
+    }
     let all_devices = bench::load_devices(&root)?;
     let p = prepare(&o.k, &o.g)?;
     let mut timing = if o.quick { suite.quick } else { suite.full };
