@@ -91,9 +91,20 @@ pub const MAX_TUNABLES: usize = 16;
 const ELV_NAME_MAX: usize = bindings::ELV_NAME_MAX as usize;
 
 /// Monotonic time in nanoseconds (`ktime_get_ns()`).
+///
+/// Reads the clocksource, which can be slow (an HPET read is a device
+/// access); see [`ktime_get_coarse_ns`] for per-request timestamps.
 pub fn ktime_get_ns() -> u64 {
     // SAFETY: `ktime_get_ns()` can be called from any context.
     unsafe { bindings::ktime_get_ns() }
+}
+
+/// Monotonic time in nanoseconds as of the last timer tick
+/// (`ktime_get_coarse_ns()`): cheap, with the resolution of `jiffies`,
+/// which is what mq-deadline's deadlines use.
+pub fn ktime_get_coarse_ns() -> u64 {
+    // SAFETY: `ktime_get_coarse_ns()` can be called from any context.
+    unsafe { bindings::ktime_get_coarse_ns() }
 }
 
 // ---- the lock ----------------------------------------------------------
