@@ -123,10 +123,10 @@ enum Cmd {
         /// Only the in-guest tests
         #[arg(long)]
         guest_only: bool,
-        /// Only the base kernel (by default the guest suite runs on the base
-        /// kernel, then on the debug kernel: KASAN, lockdep, kmemleak...)
+        /// Also run the guest suite on the debug kernel (KASAN, lockdep,
+        /// kmemleak...) after the base kernel
         #[arg(long)]
-        base_only: bool,
+        with_debug_kernel: bool,
         /// Only these in-guest tests (comma-separated names)
         #[arg(long, value_delimiter = ',')]
         only: Option<Vec<String>>,
@@ -197,9 +197,9 @@ fn main() {
             g,
             host_only,
             guest_only,
-            base_only,
+            with_debug_kernel,
             only,
-        } => test(&k, &g, host_only, guest_only, base_only, only),
+        } => test(&k, &g, host_only, guest_only, with_debug_kernel, only),
         Cmd::Patches { k, out, results } => (|| {
             let tc = deps::ensure()?;
             let mut opts = kernel_opts(&k);
@@ -557,7 +557,7 @@ fn test(
     g: &GuestArgs,
     host_only: bool,
     guest_only: bool,
-    base_only: bool,
+    with_debug_kernel: bool,
     only: Option<Vec<String>>,
 ) -> Result<()> {
     let root = util::repo_root();
@@ -592,10 +592,10 @@ fn test(
         &[]
     } else if k.debug_kernel {
         &[kernel::Flavor::Debug]
-    } else if base_only {
-        &[kernel::Flavor::Base]
-    } else {
+    } else if with_debug_kernel {
         &[kernel::Flavor::Base, kernel::Flavor::Debug]
+    } else {
+        &[kernel::Flavor::Base]
     };
     let (mut passed, mut failed, mut skipped) = (0, 0, 0);
     for &flavor in flavors {
