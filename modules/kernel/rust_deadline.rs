@@ -7,6 +7,9 @@
 //! the block layer onto it through the elevator abstraction
 //! (`kernel::block::mq::elevator`).
 //!
+//! Time is [`elevator::ktime_get_coarse_ns`]: tick resolution, as
+//! mq-deadline's `jiffies`, and no clocksource read per request.
+//!
 //! Requests are named in the policy by their scheduler index
 //! ([`RequestRef::sched_index`]: hardware queue × `MAX_SCHED_TAGS` +
 //! scheduler tag), unique among the queue's scheduler requests. The policy's
@@ -185,7 +188,7 @@ impl Elevator for RustDeadline {
         requests: &mut Insertion<'_, Self>,
         at_head: bool,
     ) {
-        let now = elevator::ktime_get_ns();
+        let now = elevator::ktime_get_coarse_ns();
         while let Some(rq) = requests.next() {
             let Err(rq) = requests.try_merge(locked, rq) else {
                 continue;
@@ -220,7 +223,7 @@ impl Elevator for RustDeadline {
     }
 
     fn dispatch_request(&self, locked: &mut Locked, _hctx: &HwQueue) -> Option<Request> {
-        let now = elevator::ktime_get_ns();
+        let now = elevator::ktime_get_coarse_ns();
         loop {
             match locked.policy.dispatch(now) {
                 Dispatch::Request(tag) => {
@@ -237,13 +240,13 @@ impl Elevator for RustDeadline {
 
     fn finish_request(&self, locked: &mut Locked, rq: &RequestRef) {
         if let Some(tag) = rq.sched_index() {
-            locked.policy.completed(tag, elevator::ktime_get_ns());
+            locked.policy.completed(tag, elevator::ktime_get_coarse_ns());
         }
     }
 
     fn requeue_request(&self, locked: &mut Locked, rq: &RequestRef) {
         if let Some(tag) = rq.sched_index() {
-            locked.policy.requeued(tag, elevator::ktime_get_ns());
+            locked.policy.requeued(tag, elevator::ktime_get_coarse_ns());
         }
     }
 

@@ -105,6 +105,9 @@ enum Cmd {
         /// Comma-separated devices (names in configs/devices/guest.toml)
         #[arg(long, value_delimiter = ',')]
         devices: Option<Vec<String>>,
+        /// Comma-separated workloads of the suite [default: all]
+        #[arg(long, value_delimiter = ',')]
+        workloads: Option<Vec<String>>,
         /// Results folder [default: results/<date>-<kernel>[-quick]]
         #[arg(long)]
         out: Option<PathBuf>,
@@ -121,10 +124,10 @@ enum Cmd {
         /// Only the in-guest tests
         #[arg(long)]
         guest_only: bool,
-        /// Only the base kernel (by default the guest suite runs on the base
-        /// kernel, then on the debug kernel: KASAN, lockdep, kmemleak...)
+        /// Also run the guest suite on the debug kernel (KASAN, lockdep,
+        /// kmemleak...) after the base kernel
         #[arg(long)]
-        base_only: bool,
+        with_debug_kernel: bool,
         /// Only these in-guest tests (comma-separated names)
         #[arg(long, value_delimiter = ',')]
         only: Option<Vec<String>>,
@@ -176,6 +179,7 @@ fn main() {
             runtime,
             schedulers,
             devices,
+            workloads,
             out,
         } => qemu_bench(BenchOpts {
             k,
@@ -186,6 +190,7 @@ fn main() {
             runtime,
             schedulers,
             devices,
+            workloads,
             out,
         }),
         Cmd::Test {
@@ -193,9 +198,9 @@ fn main() {
             g,
             host_only,
             guest_only,
-            base_only,
+            with_debug_kernel,
             only,
-        } => test(&k, &g, host_only, guest_only, base_only, only),
+        } => test(&k, &g, host_only, guest_only, with_debug_kernel, only),
         Cmd::Patches { k, out, results } => (|| {
             let tc = deps::ensure()?;
             let mut opts = kernel_opts(&k);
@@ -300,13 +305,31 @@ struct BenchOpts {
     runtime: Option<u32>,
     schedulers: Option<Vec<String>>,
     devices: Option<Vec<String>>,
+    workloads: Option<Vec<String>>,
     out: Option<PathBuf>,
 }
 
 fn qemu_bench(o: BenchOpts) -> Result<()> {
     let started_at = Instant::now();
     let root = util::repo_root();
-    let suite = bench::load_suite(&root, &o.suite)?;
+    let mut suite = bench::load_suite(&root, &o.suite)?;
+    if let Some(want) = &o.workloads {
+        for w in want {
+            if !suite.workload.iter().any(|x| &x.name == w) {
+                bail!(
+                    "suite {} has no workload {w:?}; it has: {}",
+                    suite.name,
+                    suite
+                        .workload
+                        .iter()
+                        .map(|x| x.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
+        }
+        suite.workload.retain(|x| want.contains(&x.name));
+    }
     let all_devices = bench::load_devices(&root)?;
     if suite.kind == bench::SuiteKind::Startup {
         return startup_bench(o, suite, all_devices, started_at);
@@ -749,7 +772,7 @@ fn test(
     g: &GuestArgs,
     host_only: bool,
     guest_only: bool,
-    base_only: bool,
+    with_debug_kernel: bool,
     only: Option<Vec<String>>,
 ) -> Result<()> {
     let root = util::repo_root();
@@ -784,10 +807,10 @@ fn test(
         &[]
     } else if k.debug_kernel {
         &[kernel::Flavor::Debug]
-    } else if base_only {
-        &[kernel::Flavor::Base]
-    } else {
+    } else if with_debug_kernel {
         &[kernel::Flavor::Base, kernel::Flavor::Debug]
+    } else {
+        &[kernel::Flavor::Base]
     };
     let (mut passed, mut failed, mut skipped) = (0, 0, 0);
     for &flavor in flavors {

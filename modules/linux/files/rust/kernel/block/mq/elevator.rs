@@ -100,9 +100,20 @@ pub const MAX_TUNABLES: usize = 16;
 const ELV_NAME_MAX: usize = bindings::ELV_NAME_MAX as usize;
 
 /// Monotonic time in nanoseconds (`ktime_get_ns()`).
+///
+/// Reads the clocksource, which can be slow (an HPET read is a device
+/// access); see [`ktime_get_coarse_ns`] for per-request timestamps.
 pub fn ktime_get_ns() -> u64 {
     // SAFETY: `ktime_get_ns()` can be called from any context.
     unsafe { bindings::ktime_get_ns() }
+}
+
+/// Monotonic time in nanoseconds as of the last timer tick
+/// (`ktime_get_coarse_ns()`): cheap, with the resolution of `jiffies`,
+/// which is what mq-deadline's deadlines use.
+pub fn ktime_get_coarse_ns() -> u64 {
+    // SAFETY: `ktime_get_coarse_ns()` can be called from any context.
+    unsafe { bindings::ktime_get_coarse_ns() }
 }
 
 // ---- the lock ----------------------------------------------------------
@@ -361,9 +372,17 @@ const RQ_MERGED_AWAY: usize = 2;
 /// A request, as a scheduler sees it (`struct request`).
 ///
 /// Obtained by dereferencing a [`Request`] handle or as an argument of a
-/// hook. The fields the block layer changes while the scheduler holds the
-/// request (sector and length, on merges) are only changed with the
-/// elevator lock held, which every hook that sees a held request holds.
+/// hook.
+///
+/// # Invariants
+///
+/// The request is live. Its fields are read through raw pointers, never
+/// through a reference to the whole `struct request` (the block layer
+/// changes its reference count and state concurrently). Of the fields read
+/// here, the block layer changes only sector and length while the scheduler
+/// holds the request (bio merges), and only with the elevator lock held,
+/// which every hook that sees a held request holds; the others are set when
+/// the request is allocated or its bio attached.
 #[repr(transparent)]
 pub struct RequestRef(Opaque<bindings::request>);
 
@@ -380,21 +399,18 @@ impl RequestRef {
         self.0.get()
     }
 
-    fn raw(&self) -> &bindings::request {
-        // SAFETY: The request is live (type invariant); shared access to the
-        // fields read through this reference does not race with writers, as
-        // explained on the type.
-        unsafe { &*self.as_ptr() }
-    }
-
     /// First sector (`blk_rq_pos()`).
     pub fn sector(&self) -> u64 {
-        self.raw().__sector
+        // SAFETY: The request is live and the field stable (type
+        // invariants).
+        unsafe { (*self.as_ptr()).__sector }
     }
 
     /// Length in bytes (`blk_rq_bytes()`).
     pub fn bytes(&self) -> u32 {
-        self.raw().__data_len
+        // SAFETY: The request is live and the field stable (type
+        // invariants).
+        unsafe { (*self.as_ptr()).__data_len }
     }
 
     /// Length in 512-byte sectors (`blk_rq_sectors()`).
@@ -404,7 +420,9 @@ impl RequestRef {
 
     /// Operation and flags (`cmd_flags`).
     pub fn opf(&self) -> OpFlags {
-        OpFlags(self.raw().cmd_flags)
+        // SAFETY: The request is live and the field stable (type
+        // invariants).
+        OpFlags(unsafe { (*self.as_ptr()).cmd_flags })
     }
 
     /// The operation (`req_op()`).
@@ -426,7 +444,9 @@ impl RequestRef {
     /// The scheduler tag (`internal_tag`), unique within its hardware queue
     /// (or, with shared scheduler tags, within the queue).
     pub fn sched_tag(&self) -> i32 {
-        self.raw().internal_tag
+        // SAFETY: The request is live and the field stable (type
+        // invariants).
+        unsafe { (*self.as_ptr()).internal_tag }
     }
 
     /// The request queue the request belongs to.
@@ -437,7 +457,9 @@ impl RequestRef {
 
     /// The index of the request's hardware queue.
     pub fn hw_queue(&self) -> u32 {
-        let hctx = self.raw().mq_hctx;
+        // SAFETY: The request is live and the field stable (type
+        // invariants).
+        let hctx = unsafe { (*self.as_ptr()).mq_hctx };
         if hctx.is_null() {
             return 0;
         }
@@ -461,7 +483,9 @@ impl RequestRef {
     /// When the request was started (`start_time_ns`), in
     /// [`ktime_get_ns`] time.
     pub fn start_time_ns(&self) -> u64 {
-        self.raw().start_time_ns
+        // SAFETY: The request is live and the field stable (type
+        // invariants).
+        unsafe { (*self.as_ptr()).start_time_ns }
     }
 
     /// When the request was allocated (`alloc_time_ns`), if the kernel
@@ -469,7 +493,9 @@ impl RequestRef {
     pub fn alloc_time_ns(&self) -> Option<u64> {
         #[cfg(CONFIG_BLK_RQ_ALLOC_TIME)]
         {
-            Some(self.raw().alloc_time_ns)
+            // SAFETY: The request is live and the field stable (type
+            // invariants).
+            Some(unsafe { (*self.as_ptr()).alloc_time_ns })
         }
         #[cfg(not(CONFIG_BLK_RQ_ALLOC_TIME))]
         {
@@ -481,7 +507,9 @@ impl RequestRef {
     /// Not initialised by the block layer: set it in
     /// [`Elevator::prepare_request`] before relying on it.
     pub fn private(&self) -> usize {
-        self.raw().elv.priv_[0] as usize
+        // SAFETY: The request is live and the field stable (type
+        // invariants).
+        (unsafe { (*self.as_ptr()).elv.priv_[0] }) as usize
     }
 
     /// Sets the scheduler's private word (`rq->elv.priv[0]`).
@@ -495,11 +523,15 @@ impl RequestRef {
     }
 
     fn queue_ptr(&self) -> *mut bindings::request_queue {
-        self.raw().q
+        // SAFETY: The request is live and the field stable (type
+        // invariants).
+        unsafe { (*self.as_ptr()).q }
     }
 
     fn held_state(&self) -> usize {
-        self.raw().elv.priv_[1] as usize
+        // SAFETY: The request is live and the field stable (type
+        // invariants).
+        (unsafe { (*self.as_ptr()).elv.priv_[1] }) as usize
     }
 
     /// # Safety
