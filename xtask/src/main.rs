@@ -479,28 +479,7 @@ fn qemu_bench(o: BenchOpts) -> Result<()> {
         out.join("report.md").display(),
         util::human_secs(started_at.elapsed().as_secs())
     ));
-    let trouble = ktap::console_problems(&r.console);
-    if r.timed_out {
-        bail!(
-            "the guest did not finish within {}s; console log: {}",
-            boot.timeout.as_secs(),
-            boot.console_log.display()
-        );
-    }
-    if !trouble.is_empty() {
-        bail!(
-            "the kernel reported trouble during the benchmark:\n{}\nconsole log: {}",
-            trouble.join("\n---\n"),
-            boot.console_log.display()
-        );
-    }
-    if failed > 0 {
-        bail!(
-            "{failed} of {} runs failed (see the report and runs/*.err)",
-            res.runs.len()
-        );
-    }
-    Ok(())
+    bench_verdict(&boot, &r, failed, res.runs.len())
 }
 
 /// `qemu-bench` for a `kind = "startup"` suite: start-up time under
@@ -664,6 +643,17 @@ fn startup_bench(
         util::human_secs(started_at.elapsed().as_secs())
     ));
     let failed = res.runs.iter().filter(|r| !r.ok).count();
+    bench_verdict(&boot, &r, failed, res.runs.len())
+}
+
+/// A benchmark fails when the guest hung, the kernel complained on the
+/// console, or a run failed; the results are written before this check.
+fn bench_verdict(
+    boot: &qemu::Boot,
+    r: &qemu::BootResult,
+    failed: usize,
+    total: usize,
+) -> Result<()> {
     let trouble = ktap::console_problems(&r.console);
     if r.timed_out {
         bail!(
@@ -680,10 +670,7 @@ fn startup_bench(
         );
     }
     if failed > 0 {
-        bail!(
-            "{failed} of {} runs failed (see the report and runs/*.err)",
-            res.runs.len()
-        );
+        bail!("{failed} of {total} runs failed (see the report and runs/*.err)");
     }
     Ok(())
 }
