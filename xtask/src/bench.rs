@@ -425,7 +425,8 @@ pub struct ResultsFile {
     pub summary: Vec<Summary>,
 }
 
-fn f(x: f64, prec: usize) -> String {
+/// A number with `prec` decimals, or `-` when it is not finite.
+pub(crate) fn f(x: f64, prec: usize) -> String {
     if x.is_finite() {
         format!("{x:.prec$}")
     } else {

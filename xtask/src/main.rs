@@ -371,26 +371,13 @@ fn qemu_bench(o: BenchOpts) -> Result<()> {
             if o.quick { "-quick" } else { "" }
         )),
     };
-    let _ = fs::remove_dir_all(out.join("runs"));
-    fs::create_dir_all(out.join("runs"))?;
-    fs::write(out.join("plan.tsv"), bench::plan_tsv(&plan, &all_devices)?)?;
-    let used: std::collections::BTreeMap<String, bench::Device> = devices
-        .iter()
-        .filter_map(|d| all_devices.get(d).map(|x| (d.clone(), x.clone())))
-        .collect();
-    fs::write(
-        out.join("job.env"),
-        format!(
-            "MODULES='{}'\nDEVICES='{}'\nNULLB_MEMORY_BACKED=0\nNULLB_SIZE_MB=1024\nNULLB_IRQMODE=1\n{}",
-            shell_words(
-                p.modules
-                    .iter()
-                    .filter(|m| m.elevator.is_some())
-                    .map(|m| m.path.display().to_string())
-            ),
-            shell_words(used.values().map(|d| d.path.clone())),
-            bench::nullb_env(&used)?,
-        ),
+    let used = write_bench_job(
+        &out,
+        &p,
+        &devices,
+        &all_devices,
+        &bench::plan_tsv(&plan, &all_devices)?,
+        "",
     )?;
     let per_run = timing.runtime_s + timing.ramp_s + 6;
     let estimate = plan.len() as u64 * per_run as u64 + 60;
@@ -543,30 +530,13 @@ fn startup_bench(
             if o.quick { "-quick" } else { "" }
         )),
     };
-    let _ = fs::remove_dir_all(out.join("runs"));
-    fs::create_dir_all(out.join("runs"))?;
-    fs::write(
-        out.join("plan.tsv"),
-        startup::plan_tsv(&plan, &all_devices)?,
-    )?;
-    let used: std::collections::BTreeMap<String, bench::Device> = devices
-        .iter()
-        .filter_map(|d| all_devices.get(d).map(|x| (d.clone(), x.clone())))
-        .collect();
-    fs::write(
-        out.join("job.env"),
-        format!(
-            "MODULES='{}'\nDEVICES='{}'\nNULLB_MEMORY_BACKED=0\nNULLB_SIZE_MB=1024\nNULLB_IRQMODE=1\n{}{}",
-            shell_words(
-                p.modules
-                    .iter()
-                    .filter(|m| m.elevator.is_some())
-                    .map(|m| m.path.display().to_string())
-            ),
-            shell_words(used.values().map(|d| d.path.clone())),
-            bench::nullb_env(&used)?,
-            spec.job_env(&timing),
-        ),
+    let used = write_bench_job(
+        &out,
+        &p,
+        &devices,
+        &all_devices,
+        &startup::plan_tsv(&plan, &all_devices)?,
+        &spec.job_env(&timing),
     )?;
     // Setup (mkfs, files) plus, per run, fio's start, the head start and a
     // start-up of some seconds; the timeout allows every run its cap.
@@ -644,6 +614,42 @@ fn startup_bench(
     ));
     let failed = res.runs.iter().filter(|r| !r.ok).count();
     bench_verdict(&boot, &r, failed, res.runs.len())
+}
+
+/// Lays out a benchmark's job folder for the guest: an empty `runs/`, the
+/// plan, and job.env (the elevator modules to load, the devices, the
+/// null_blk settings, then `extra_env`). Returns the devices used.
+fn write_bench_job(
+    out: &Path,
+    p: &Prepared,
+    devices: &[String],
+    all_devices: &std::collections::BTreeMap<String, bench::Device>,
+    plan_tsv: &str,
+    extra_env: &str,
+) -> Result<std::collections::BTreeMap<String, bench::Device>> {
+    let _ = fs::remove_dir_all(out.join("runs"));
+    fs::create_dir_all(out.join("runs"))?;
+    fs::write(out.join("plan.tsv"), plan_tsv)?;
+    let used: std::collections::BTreeMap<String, bench::Device> = devices
+        .iter()
+        .filter_map(|d| all_devices.get(d).map(|x| (d.clone(), x.clone())))
+        .collect();
+    fs::write(
+        out.join("job.env"),
+        format!(
+            "MODULES='{}'\nDEVICES='{}'\nNULLB_MEMORY_BACKED=0\nNULLB_SIZE_MB=1024\nNULLB_IRQMODE=1\n{}{}",
+            shell_words(
+                p.modules
+                    .iter()
+                    .filter(|m| m.elevator.is_some())
+                    .map(|m| m.path.display().to_string())
+            ),
+            shell_words(used.values().map(|d| d.path.clone())),
+            bench::nullb_env(&used)?,
+            extra_env,
+        ),
+    )?;
+    Ok(used)
 }
 
 /// A benchmark fails when the guest hung, the kernel complained on the

@@ -8,7 +8,7 @@
 //! `results.json` (schema `ironlift-startup/1`, docs/results-schema.md),
 //! `report.md` and a chart.
 
-use crate::bench::{mean_sd, parse_fio, Device, Timing};
+use crate::bench::{f, mean_sd, parse_fio, Device, Timing};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -325,14 +325,6 @@ pub struct StartupResults {
     pub devices: BTreeMap<String, Device>,
     pub runs: Vec<StartupRun>,
     pub summary: Vec<StartupSummary>,
-}
-
-fn f(x: f64, prec: usize) -> String {
-    if x.is_finite() {
-        format!("{x:.prec$}")
-    } else {
-        "-".into()
-    }
 }
 
 fn ratio_cell(r: Option<&Ratio>) -> String {
