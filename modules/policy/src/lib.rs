@@ -13,6 +13,7 @@
 #![warn(missing_docs)]
 
 pub mod bfq;
+pub mod completions;
 pub mod deadline;
 pub mod types;
 
