@@ -36,8 +36,8 @@
 
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::block::mq::elevator::{
-    self, Bio, BioMerge, DepthUpdate, Elevator, HwQueue, Insertion, IoCq, MergeKind, OpFlags,
-    Queue, ReqOp, Request, RequestRef,
+    self, Bio, BioMerge, DepthUpdate, Elevator, HwQueue, Insertion, IoCq, LockOnDemand, MergeKind,
+    OpFlags, Queue, ReqOp, Request, RequestRef,
 };
 use kernel::prelude::*;
 use kernel::{c_str, str::CStr};
@@ -354,10 +354,13 @@ impl Elevator for RustBfq {
         rq
     }
 
-    fn finish_request(&self, locked: &mut Locked, rq: &RequestRef) {
+    fn finish_request(&self, rq: &RequestRef, lock: LockOnDemand<'_, Self>) {
         let Some(tag) = rq.sched_index() else {
             return;
         };
+        // As bfq_finish_requeue_request(): completions go through the lock.
+        let mut guard = lock.lock();
+        let locked = &mut *guard;
         locked.policy.completed(tag, elevator::ktime_get_ns());
         if locked.policy.in_flight() == 0 && locked.policy.has_work() {
             // As bfq_completed_request(): nothing left on the device, so

@@ -10,6 +10,13 @@
 //! Time is [`elevator::ktime_get_coarse_ns`]: tick resolution, as
 //! mq-deadline's `jiffies`, and no clocksource read per request.
 //!
+//! Completions take no lock, as in mq-deadline (`dd_finish_request()`
+//! is one atomic increment): `finish_request` records the request's index
+//! in a [`CompletionLog`], and insertion and dispatch, under the lock, hand
+//! the recorded completions to the policy before anything else. The block
+//! layer frees a scheduler tag only after `finish_request` returned, so the
+//! policy learns of a completion before the index can be inserted again.
+//!
 //! Requests are named in the policy by their scheduler index
 //! ([`RequestRef::sched_index`]: hardware queue × `MAX_SCHED_TAGS` +
 //! scheduler tag), unique among the queue's scheduler requests. The policy's
@@ -17,10 +24,10 @@
 //! depth the block layer allows (`nr_hw_queues × MAX_SCHED_TAGS`), so a
 //! change of `nr_requests` never needs to move them.
 
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use kernel::block::mq::elevator::{
-    self, Bio, BioMerge, DepthUpdate, Elevator, HwQueue, Insertion, MergeKind, OpFlags, Queue,
-    ReqOp, Request, RequestRef,
+    self, Bio, BioMerge, DepthUpdate, Elevator, HwQueue, Insertion, LockOnDemand, MergeKind,
+    OpFlags, Queue, ReqOp, Request, RequestRef,
 };
 use kernel::prelude::*;
 use kernel::{c_str, str::CStr};
@@ -33,7 +40,11 @@ mod types;
 #[allow(dead_code, unreachable_pub, missing_docs)]
 #[path = "../policy/src/deadline.rs"]
 mod deadline;
+#[allow(dead_code, unreachable_pub, missing_docs)]
+#[path = "../policy/src/completions.rs"]
+mod completions;
 
+use completions::{words_for, CompletionLog};
 use deadline::{Deadline, Slot};
 use types::{Dispatch, IoPrio, MergeProbe, Op, Policy, RequestDesc, TunableError};
 
@@ -96,6 +107,15 @@ impl AsMut<[Slot]> for Slots {
     }
 }
 
+/// The completion log's storage.
+struct Words(KVVec<AtomicU64>);
+
+impl AsRef<[AtomicU64]> for Words {
+    fn as_ref(&self) -> &[AtomicU64] {
+        &self.0
+    }
+}
+
 /// The per-queue state behind the elevator lock.
 struct Locked {
     policy: Deadline<Slots>,
@@ -108,6 +128,8 @@ struct RustDeadline {
     /// `limit_depth()` answers, by [`limit_index`]; 0 means no limit. Kept
     /// equal to the policy's `async_depth_limit()` under the lock.
     depth_limits: [AtomicU32; 8],
+    /// Scheduler indexes completed since the policy last heard.
+    completions: CompletionLog<Words>,
 }
 
 /// The policy's view of a block-layer operation.
@@ -145,6 +167,15 @@ impl RustDeadline {
     }
 }
 
+impl RustDeadline {
+    /// Tells the policy of the completions recorded since the last call.
+    /// The lock must be held: `locked` proves it.
+    fn catch_up(&self, locked: &mut Locked, now: u64) {
+        self.completions
+            .drain(|tag| locked.policy.completed(tag, now));
+    }
+}
+
 impl Locked {
     /// The handle slot of a request, if it has a scheduler index.
     fn slot(&mut self, rq: &RequestRef) -> Option<(usize, &mut Option<Request>)> {
@@ -172,10 +203,15 @@ impl Elevator for RustDeadline {
         for _ in 0..capacity {
             requests.push(None, GFP_KERNEL)?;
         }
+        let mut words = KVVec::with_capacity(words_for(capacity), GFP_KERNEL)?;
+        for _ in 0..words_for(capacity) {
+            words.push(AtomicU64::new(0), GFP_KERNEL)?;
+        }
         let mut policy = Deadline::new(Slots(slots)).map_err(|_| EINVAL)?;
         policy.depth_updated(queue.nr_requests());
         let shared = RustDeadline {
             depth_limits: Default::default(),
+            completions: CompletionLog::new(Words(words)),
         };
         shared.refresh_depth_limits(&policy);
         Ok((shared, Locked { policy, requests }))
@@ -189,6 +225,7 @@ impl Elevator for RustDeadline {
         at_head: bool,
     ) {
         let now = elevator::ktime_get_coarse_ns();
+        self.catch_up(locked, now);
         while let Some(rq) = requests.next() {
             let Err(rq) = requests.try_merge(locked, rq) else {
                 continue;
@@ -224,6 +261,7 @@ impl Elevator for RustDeadline {
 
     fn dispatch_request(&self, locked: &mut Locked, _hctx: &HwQueue) -> Option<Request> {
         let now = elevator::ktime_get_coarse_ns();
+        self.catch_up(locked, now);
         loop {
             match locked.policy.dispatch(now) {
                 Dispatch::Request(tag) => {
@@ -238,9 +276,11 @@ impl Elevator for RustDeadline {
         }
     }
 
-    fn finish_request(&self, locked: &mut Locked, rq: &RequestRef) {
+    fn finish_request(&self, rq: &RequestRef, _lock: LockOnDemand<'_, Self>) {
         if let Some(tag) = rq.sched_index() {
-            locked.policy.completed(tag, elevator::ktime_get_coarse_ns());
+            // Requests that bypassed the scheduler are recorded too: the
+            // policy ignores indexes that are not in flight.
+            self.completions.record(tag);
         }
     }
 

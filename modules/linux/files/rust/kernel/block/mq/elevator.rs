@@ -16,13 +16,17 @@
 //! * `Self`, shared without a lock. It is what the hooks the block layer
 //!   calls without a scheduler lock see: [`Elevator::has_work`],
 //!   [`Elevator::limit_depth`], [`Elevator::prepare_request`],
-//!   [`Elevator::completed_request`]. Use atomics for anything they share.
+//!   [`Elevator::finish_request`], [`Elevator::completed_request`]. Use
+//!   atomics for anything they share.
 //! * [`Elevator::Locked`], behind one spinlock per queue. Every other hook
 //!   runs with that lock held and gets `&mut Self::Locked`: insertion,
-//!   dispatch, merging, requeue, completion (`finish_request`), depth
-//!   changes and sysfs. The block layer's merge structures (the request hash
-//!   and `q->last_merge`) are protected by the same lock, as `dd->lock`
-//!   protects them in mq-deadline.
+//!   dispatch, merging, requeue, depth changes and sysfs. The block layer's
+//!   merge structures (the request hash and `q->last_merge`) are protected
+//!   by the same lock, as `dd->lock` protects them in mq-deadline.
+//!   [`Elevator::finish_request`], on the completion path of every request,
+//!   takes the lock only if the scheduler asks for it ([`LockOnDemand`]):
+//!   mq-deadline completes requests with an atomic counter, BFQ under its
+//!   lock, and a Rust scheduler can do either.
 //!
 //! The lock is taken with `spin_lock_irqsave()`: `finish_request` and
 //! `requeue_request` can be called from the completion path, in hard-IRQ
@@ -72,7 +76,7 @@ use crate::{
     pin_init,
     prelude::*,
     str::CStr,
-    sync::lock::{Backend, Lock},
+    sync::lock::{Backend, Guard, Lock},
     types::Opaque,
     ThisModule,
 };
@@ -679,8 +683,9 @@ pub trait Elevator: Sized + Send + Sync + 'static {
 
     /// A request that was allocated with this scheduler attached is being
     /// freed (`finish_request`): it completed, was merged away, or bypassed
-    /// the scheduler. May be called in hard-IRQ context.
-    fn finish_request(&self, _locked: &mut Self::Locked, _rq: &RequestRef) {
+    /// the scheduler. Called without the lock, possibly in hard-IRQ
+    /// context; `lock` takes the elevator lock if the scheduler needs it.
+    fn finish_request(&self, _rq: &RequestRef, _lock: LockOnDemand<'_, Self>) {
         crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
     }
 
@@ -780,6 +785,20 @@ struct MergeCtx<T: Elevator> {
     locked: *mut T::Locked,
     /// The request being inserted ([`Insertion::try_merge`]), or null.
     incoming: *mut bindings::request,
+}
+
+/// The elevator lock, for a hook that runs without it and may need it
+/// ([`Elevator::finish_request`]).
+pub struct LockOnDemand<'a, T: Elevator> {
+    lock: &'a IrqSaveSpinLock<T::Locked>,
+}
+
+impl<T: Elevator> LockOnDemand<'_, T> {
+    /// Takes the elevator lock (`spin_lock_irqsave()`); it is released when
+    /// the guard is dropped.
+    pub fn lock(&self) -> Guard<'_, T::Locked, IrqSaveSpinLockBackend> {
+        self.lock.lock()
+    }
 }
 
 /// The per-queue data behind `elevator_queue->elevator_data`.
@@ -1471,8 +1490,7 @@ impl<T: Elevator> Vtable<T> {
                     RequestRef::from_raw(rq),
                 )
             };
-            let mut guard = data.lock.lock();
-            T::finish_request(&data.shared, &mut guard, r);
+            T::finish_request(&data.shared, r, LockOnDemand { lock: &data.lock });
         }
         if T::IO_CONTEXTS {
             // SAFETY: The request is being freed; the lock is not held.
