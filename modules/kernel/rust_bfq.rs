@@ -256,6 +256,7 @@ impl Locked {
 #[vtable]
 impl Elevator for RustBfq {
     type Locked = Locked;
+    type LockContext = elevator::IrqSafe;
 
     const NAME: &'static CStr = c_str!("rust-bfq");
     const TUNABLES: &'static [&'static CStr] = TUNABLES;

@@ -17,6 +17,11 @@
 //! layer frees a scheduler tag only after `finish_request` returned, so the
 //! policy learns of a completion before the index can be inserted again.
 //!
+//! As mq-deadline, it has no `requeue_request` hook: a requeued request
+//! is simply inserted again, which the policy takes as a requeue (its
+//! index is still in flight). So the lock is never taken in interrupt
+//! context and is a plain spinlock ([`elevator::ProcessContext`]).
+//!
 //! Requests are named in the policy by their scheduler index
 //! ([`RequestRef::sched_index`]: hardware queue × `MAX_SCHED_TAGS` +
 //! scheduler tag), unique among the queue's scheduler requests. The policy's
@@ -191,6 +196,7 @@ fn tunable_error(_: TunableError) -> Error {
 #[vtable]
 impl Elevator for RustDeadline {
     type Locked = Locked;
+    type LockContext = elevator::ProcessContext;
 
     const NAME: &'static CStr = c_str!("rust-deadline");
     const TUNABLES: &'static [&'static CStr] = TUNABLES;
@@ -281,12 +287,6 @@ impl Elevator for RustDeadline {
             // Requests that bypassed the scheduler are recorded too: the
             // policy ignores indexes that are not in flight.
             self.completions.record(tag);
-        }
-    }
-
-    fn requeue_request(&self, locked: &mut Locked, rq: &RequestRef) {
-        if let Some(tag) = rq.sched_index() {
-            locked.policy.requeued(tag, elevator::ktime_get_coarse_ns());
         }
     }
 

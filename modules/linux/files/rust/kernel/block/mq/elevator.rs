@@ -28,10 +28,13 @@
 //!   mq-deadline completes requests with an atomic counter, BFQ under its
 //!   lock, and a Rust scheduler can do either.
 //!
-//! The lock is taken with `spin_lock_irqsave()`: `finish_request` and
-//! `requeue_request` can be called from the completion path, in hard-IRQ
-//! context, so a plain `spin_lock()` could deadlock against an interrupt
-//! on the same CPU (BFQ takes its lock the same way for this reason).
+//! [`Elevator::LockContext`] says how the lock is taken. `finish_request`
+//! and `requeue_request` can be called from the completion path, in
+//! hard-IRQ context, so a scheduler that takes the lock there chooses
+//! [`IrqSafe`] (`spin_lock_irqsave()`, as BFQ); one that never does
+//! chooses [`ProcessContext`] (plain `spin_lock()`, as mq-deadline), and
+//! the abstraction refuses to build it with a hook that would take the
+//! lock in interrupt context.
 //!
 //! The scheduler is a single-queue scheduler: `init` sets
 //! `QUEUE_FLAG_SQ_SCHED`, so one instance serves all hardware queues and
@@ -76,7 +79,7 @@ use crate::{
     pin_init,
     prelude::*,
     str::CStr,
-    sync::lock::{Backend, Guard, Lock},
+    sync::lock::{spinlock::SpinLockBackend, Backend, Guard, Lock},
     types::Opaque,
     ThisModule,
 };
@@ -158,6 +161,50 @@ unsafe impl Backend for IrqSaveSpinLockBackend {
 
 /// A spinlock taken with interrupts disabled (`spin_lock_irqsave()`).
 pub type IrqSaveSpinLock<T> = Lock<T, IrqSaveSpinLockBackend>;
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// The contexts an elevator's lock is taken from, chosen by
+/// [`Elevator::LockContext`]: [`IrqSafe`] or [`ProcessContext`].
+pub trait LockContext: sealed::Sealed {
+    /// How the spinlock is taken.
+    type Backend: Backend<State = bindings::spinlock_t>;
+    /// Whether the lock may be taken in interrupt context.
+    const IRQ: bool;
+}
+
+/// The elevator lock is taken with `spin_lock_irqsave()`, so that the
+/// completion path may take it: [`LockOnDemand::lock`] in
+/// [`Elevator::finish_request`], and [`Elevator::requeue_request`]. Needed
+/// by [`Elevator::IO_CONTEXTS`] schedulers (`exit_icq` runs with
+/// interrupts off). BFQ's choice.
+pub struct IrqSafe;
+
+/// The elevator lock is taken with plain `spin_lock()` and never in
+/// interrupt context: [`Elevator::finish_request`] cannot take it, and a
+/// scheduler with this choice may implement neither
+/// [`Elevator::requeue_request`] nor [`Elevator::IO_CONTEXTS`] (a build
+/// error says so). Saves disabling and restoring interrupts twice per
+/// request. mq-deadline's choice.
+pub struct ProcessContext;
+
+impl sealed::Sealed for IrqSafe {}
+impl sealed::Sealed for ProcessContext {}
+
+impl LockContext for IrqSafe {
+    type Backend = IrqSaveSpinLockBackend;
+    const IRQ: bool = true;
+}
+
+impl LockContext for ProcessContext {
+    type Backend = SpinLockBackend;
+    const IRQ: bool = false;
+}
+
+/// The lock type of an elevator's per-queue state.
+type ElevatorLock<T> = Lock<<T as Elevator>::Locked, <<T as Elevator>::LockContext as LockContext>::Backend>;
 
 // ---- views -------------------------------------------------------------
 
@@ -630,6 +677,10 @@ pub trait Elevator: Sized + Send + Sync + 'static {
     /// Per-queue state behind the elevator lock.
     type Locked: Send;
 
+    /// Where the elevator lock may be taken: [`IrqSafe`] if the completion
+    /// path needs it, else [`ProcessContext`].
+    type LockContext: LockContext;
+
     /// The scheduler's name, as written to `queue/scheduler` (at most 15
     /// bytes).
     const NAME: &'static CStr;
@@ -790,10 +841,10 @@ struct MergeCtx<T: Elevator> {
 /// The elevator lock, for a hook that runs without it and may need it
 /// ([`Elevator::finish_request`]).
 pub struct LockOnDemand<'a, T: Elevator> {
-    lock: &'a IrqSaveSpinLock<T::Locked>,
+    lock: &'a ElevatorLock<T>,
 }
 
-impl<T: Elevator> LockOnDemand<'_, T> {
+impl<T: Elevator<LockContext = IrqSafe>> LockOnDemand<'_, T> {
     /// Takes the elevator lock (`spin_lock_irqsave()`); it is released when
     /// the guard is dropped.
     pub fn lock(&self) -> Guard<'_, T::Locked, IrqSaveSpinLockBackend> {
@@ -806,10 +857,12 @@ impl<T: Elevator> LockOnDemand<'_, T> {
 struct ElevatorData<T: Elevator> {
     shared: T,
     #[pin]
-    lock: IrqSaveSpinLock<T::Locked>,
+    lock: ElevatorLock<T>,
     /// Only accessed with `lock` held.
     merge: UnsafeCell<MergeCtx<T>>,
-    /// Number of [`Request`] handles the scheduler holds.
+    /// Number of [`Request`] handles the scheduler holds. Written only with
+    /// `lock` held (so a load and a store, no atomic read-modify-write);
+    /// read without it by `has_work`.
     held: AtomicUsize,
     queue: *mut bindings::request_queue,
 }
@@ -899,7 +952,9 @@ impl<T: Elevator> ElevatorData<T> {
     unsafe fn released(&self, rq: &RequestRef) {
         // SAFETY: Lock held (caller).
         unsafe { self.unhash(rq.as_ptr()) };
-        self.held.fetch_sub(1, Ordering::Relaxed);
+        // Writers hold the lock: no read-modify-write needed.
+        let held = self.held.load(Ordering::Relaxed);
+        self.held.store(held.wrapping_sub(1), Ordering::Relaxed);
     }
 }
 
@@ -997,7 +1052,9 @@ impl<T: Elevator> Iterator for Insertion<'_, T> {
             let rq = container_of!(pos, bindings::request, __bindgen_anon_1.queuelist)
                 as *mut bindings::request;
             RequestRef::from_raw(rq).set_held_state(RQ_HELD);
-            self.data.held.fetch_add(1, Ordering::Relaxed);
+            // Writers hold the lock: no read-modify-write needed.
+            let held = self.data.held.load(Ordering::Relaxed);
+            self.data.held.store(held.wrapping_add(1), Ordering::Relaxed);
             // INVARIANT: The request was just taken off the insertion list,
             // so this is its only handle, and it is held.
             Some(Request {
@@ -1166,8 +1223,19 @@ macro_rules! tunable_fns {
 }
 
 impl<T: Elevator> Vtable<T> {
+    /// A lock that is not interrupt-safe must not be taken where the
+    /// completion path or the I/O context teardown would take it.
+    const LOCK_CONTEXT_OK: () = assert!(
+        T::LockContext::IRQ || !(T::HAS_REQUEUE_REQUEST || T::IO_CONTEXTS),
+        "requeue_request and IO_CONTEXTS need `type LockContext = IrqSafe`"
+    );
+
     const OPS: bindings::elevator_mq_ops = bindings::elevator_mq_ops {
-        init_sched: Some(Self::init_sched),
+        init_sched: {
+            #[allow(clippy::let_unit_value)]
+            let () = Self::LOCK_CONTEXT_OK;
+            Some(Self::init_sched)
+        },
         exit_sched: Some(Self::exit_sched),
         init_hctx: if T::HAS_DEPTH_UPDATED {
             Some(Self::init_hctx)
