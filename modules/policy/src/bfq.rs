@@ -11,25 +11,58 @@
 //! sector order (C-LOOK with short, penalised back seeks, plus one FIFO
 //! check per service slot) until its budget (in sectors) is exhausted, its
 //! budget times out, or it runs out of requests; a sync queue that runs out
-//! is idled on for `slice_idle` first. Budgets adapt to each queue's
+//! may be idled on first (see below). Budgets adapt to each queue's
 //! behaviour, the device's peak rate is measured to size the maximum
 //! budget and the weight-raising duration, and with `low_latency` newly
 //! active (interactive) and soft real-time queues get their weight raised.
 //!
+//! Idling follows Linux 6.12's `bfq_better_to_idle`: an empty sync queue
+//! of a live issuer, not of the idle class, keeps the device (for up to
+//! `slice_idle`; 2 ms for a seeky queue in a symmetric scenario, at least
+//! 20 ms for a weight-raised one) when idling boosts throughput without
+//! issues (a rotational device without internal queueing, or a
+//! sequential, I/O-bound queue with a short think time on a device that
+//! is not both non-rotational and queueing; and no weight-raised queue
+//! busy), or when its service guarantees need it (it is weight-raised and
+//! non-raised queues are busy, or four more requests than its own are in
+//! the drive; the scenario is asymmetric: the active queues that are not
+//! weight-raised have more than one weight and it does not have the
+//! smallest, or queues of several classes are busy; or it is the only
+//! busy queue). `strict_guarantees` always idles and `slice_idle` 0 never
+//! does. What this looks at is modelled as in C: seekiness
+//! (`BFQQ_SEEKY`), the think time (`bfq_update_io_thinktime`,
+//! `bfq_update_has_short_ttime`; an exited issuer's counts as long), the
+//! I/O intensity (`bfq_update_io_intensity`), whether the device queues
+//! (`bfq_update_hw_tag`, unknown at first, which counts as queueing), and
+//! the weights of the active queues (a count per weight level instead of
+//! the weights rb-tree, with per-class busy counts). A newly busy queue
+//! also preempts the in-service one when idling for the latter is no
+//! longer worth it.
+//!
 //! Differences from the C original, on purpose: there are no cgroups, no
-//! queue merging or splitting, no injection, no burst detection, no
-//! waker/wakee detection and no actuator awareness; sync and async
-//! requests of one issuer share that issuer's queue (async requests are
-//! charged three times their size, as BFQ charges async queues), the queue
-//! counting as sync when its latest request was sync; the idle class is
-//! served strictly after the others (no anti-starvation timeout); idling
-//! is simplified to "every sync queue of a live issuer, unless
-//! `slice_idle` is 0" (no throughput heuristics for fast or queueing
-//! devices); a newly busy queue preempts the in-service one when its class
-//! is higher, its weight larger, or it comes back in time with budget
-//! left (`next_queue_may_preempt` is not modelled); async queues are not
-//! weight-raised on rare arrivals; and tunables reject out-of-range values
-//! instead of clamping them.
+//! queue merging or splitting, no injection (while the device idles for
+//! the in-service queue nothing else is dispatched, where BFQ may inject
+//! requests of other queues), no burst detection, no waker/wakee
+//! detection and no actuator awareness; sync and async requests of one
+//! issuer share that issuer's queue (async requests are charged three
+//! times their size, as BFQ charges async queues), the queue counting as
+//! sync when its latest request was sync; the idle class is served
+//! strictly after the others (no anti-starvation timeout); a newly busy
+//! queue preempts the in-service one when its class is higher, its weight
+//! larger, it comes back in time with budget left, or idling for the
+//! in-service queue is no longer worth it (`next_queue_may_preempt` is
+//! not modelled); an empty queue preempted while it needed idling for its
+//! guarantees leaves the service tree (BFQ keeps it queued); weight
+//! changes (from priority changes or the end of weight raising) count at
+//! once, where BFQ applies them at the queue's next activation; a queue
+//! with only at-head requests in flight counts as active; a new queue's
+//! first think time and idle time are 0 (BFQ sets the last completion 1
+//! ns after creation, so when the clock has not moved its unsigned
+//! arithmetic wraps them: the think time to its 2 * `slice_idle` cap, the
+//! idle time to about 2^64 ns, leaving the queue not I/O bound for
+//! seconds); `hw_tag` is sampled at completions, not requeues; async
+//! queues are not weight-raised on rare arrivals; and tunables reject
+//! out-of-range values instead of clamping them.
 //!
 //! Using it from a kernel module:
 //!
@@ -1931,8 +1964,63 @@ impl Ctx<'_> {
         self.q(qi).seek_history.count_ones() > 19
     }
 
-    /// `bfq_better_to_idle`, simplified: idle for sync queues (of a live
-    /// issuer, not of the idle class) whenever `slice_idle` allows.
+    /// `bfq_asymmetric_scenario`: whether the active queues may not all
+    /// be owed the same share, so that not idling for `qi` could cost it
+    /// its share: the active queues that are not weight-raised have more
+    /// than one weight (unless `qi` has the smallest of them), or queues
+    /// of more than one class are busy. (No cgroups, so no group term.)
+    fn asymmetric_scenario(&self, qi: u32) -> bool {
+        let mask = self.s.weight_mask;
+        let slot = self.q(qi).wc_slot;
+        let smallest_weight = slot != NO_SLOT && mask.trailing_zeros() == slot as u32;
+        let varied_queue_weights = !smallest_weight && mask.count_ones() > 1;
+        let multiple_classes_busy = self.s.busy_in_class.iter().filter(|&&n| n > 0).count() > 1;
+        varied_queue_weights || multiple_classes_busy
+    }
+
+    /// `idling_boosts_thr_without_issues`: idling raises throughput (a
+    /// rotational device without internal queueing, or a sequential,
+    /// I/O-bound queue with a short think time on a device that is not
+    /// both non-rotational and queueing), and no weight-raised queue is
+    /// busy (which idling for others would hurt).
+    fn idling_boosts_thr_without_issues(&self, qi: u32) -> bool {
+        let q = self.q(qi);
+        if q.exited {
+            return false;
+        }
+        // hw_tag -1 (not yet known) counts as queueing, as in C.
+        let queueing = self.s.hw_tag != 0;
+        let rot_without_queueing = !self.s.nonrot && !queueing;
+        let sequential_and_io_bound = !self.seeky(qi) && q.io_bound && q.has_short_ttime;
+        let idling_boosts_thr =
+            rot_without_queueing || ((!self.s.nonrot || !queueing) && sequential_and_io_bound);
+        idling_boosts_thr && self.s.wr_busy_queues == 0
+    }
+
+    /// `idling_needed_for_service_guarantees`: without idling `qi` could
+    /// lose its share: it is weight-raised and non-raised queues are busy
+    /// (or many other requests are in the drive), or the scenario is
+    /// asymmetric, or it is the only busy queue (kept plugged in case a
+    /// lighter queue turns up).
+    fn idling_needed_for_service_guarantees(&self, qi: u32) -> bool {
+        let q = self.q(qi);
+        if q.exited {
+            return false;
+        }
+        let tot_busy = self.s.busy_queues;
+        (q.wr_coeff > 1
+            && (self.s.wr_busy_queues < tot_busy
+                || self.s.in_driver >= q.dispatched.saturating_add(4)))
+            || self.asymmetric_scenario(qi)
+            || tot_busy == 1
+    }
+
+    /// `bfq_better_to_idle`: whether to plug dispatching while `qi` (in
+    /// service, empty) waits for its next request. Never for an exited
+    /// issuer (no process left to send one); always with
+    /// `strict_guarantees`; never with `slice_idle` 0, for async queues or
+    /// the idle class; otherwise when idling boosts throughput without
+    /// issues or is needed for service guarantees.
     fn better_to_idle(&self, qi: u32) -> bool {
         let q = self.q(qi);
         if q.exited {
@@ -1941,17 +2029,22 @@ impl Ctx<'_> {
         if self.s.strict_guarantees {
             return true;
         }
-        self.s.slice_idle != 0 && q.sync && q.class != PrioClass::Idle
+        if self.s.slice_idle == 0 || !q.sync || q.class == PrioClass::Idle {
+            return false;
+        }
+        self.idling_boosts_thr_without_issues(qi) || self.idling_needed_for_service_guarantees(qi)
     }
 
     fn must_idle(&self, qi: u32) -> bool {
         self.q(qi).queued == 0 && self.better_to_idle(qi)
     }
 
-    /// The idle slice for the in-service queue (`bfq_arm_slice_timer`).
+    /// The idle slice for the in-service queue (`bfq_arm_slice_timer`):
+    /// short for a seeky queue unless it is raised or the scenario is
+    /// asymmetric, long for a raised one.
     fn idle_slice(&self, qi: u32) -> Nanos {
         let sl = self.s.slice_idle;
-        if self.seeky(qi) && self.q(qi).wr_coeff == 1 {
+        if self.seeky(qi) && self.q(qi).wr_coeff == 1 && !self.asymmetric_scenario(qi) {
             sl.min(MIN_TT)
         } else if self.q(qi).wr_coeff > 1 {
             sl.max(20 * NSEC_PER_MSEC)
@@ -2358,12 +2451,15 @@ impl Ctx<'_> {
         }
         self.activate(qi);
 
+        // The in-service queue is also expired when idling for it is no
+        // longer worth it now that this queue is busy too.
         let is = self.s.in_service;
         if is != NIL && is != qi {
             let (a, b) = (self.q(qi), self.q(is));
             if (wants_to_preempt && a.wr_coeff >= b.wr_coeff)
                 || a.class < b.class
                 || a.weight > b.weight
+                || !self.better_to_idle(is)
             {
                 self.expire(is, Expiration::Preempted, false, now);
             }
