@@ -11,25 +11,58 @@
 //! sector order (C-LOOK with short, penalised back seeks, plus one FIFO
 //! check per service slot) until its budget (in sectors) is exhausted, its
 //! budget times out, or it runs out of requests; a sync queue that runs out
-//! is idled on for `slice_idle` first. Budgets adapt to each queue's
+//! may be idled on first (see below). Budgets adapt to each queue's
 //! behaviour, the device's peak rate is measured to size the maximum
 //! budget and the weight-raising duration, and with `low_latency` newly
 //! active (interactive) and soft real-time queues get their weight raised.
 //!
+//! Idling follows Linux 6.12's `bfq_better_to_idle`: an empty sync queue
+//! of a live issuer, not of the idle class, keeps the device (for up to
+//! `slice_idle`; 2 ms for a seeky queue in a symmetric scenario, at least
+//! 20 ms for a weight-raised one) when idling boosts throughput without
+//! issues (a rotational device without internal queueing, or a
+//! sequential, I/O-bound queue with a short think time on a device that
+//! is not both non-rotational and queueing; and no weight-raised queue
+//! busy), or when its service guarantees need it (it is weight-raised and
+//! non-raised queues are busy, or four more requests than its own are in
+//! the drive; the scenario is asymmetric: the active queues that are not
+//! weight-raised have more than one weight and it does not have the
+//! smallest, or queues of several classes are busy; or it is the only
+//! busy queue). `strict_guarantees` always idles and `slice_idle` 0 never
+//! does. What this looks at is modelled as in C: seekiness
+//! (`BFQQ_SEEKY`), the think time (`bfq_update_io_thinktime`,
+//! `bfq_update_has_short_ttime`; an exited issuer's counts as long), the
+//! I/O intensity (`bfq_update_io_intensity`), whether the device queues
+//! (`bfq_update_hw_tag`, unknown at first, which counts as queueing), and
+//! the weights of the active queues (a count per weight level instead of
+//! the weights rb-tree, with per-class busy counts). A newly busy queue
+//! also preempts the in-service one when idling for the latter is no
+//! longer worth it.
+//!
 //! Differences from the C original, on purpose: there are no cgroups, no
-//! queue merging or splitting, no injection, no burst detection, no
-//! waker/wakee detection and no actuator awareness; sync and async
-//! requests of one issuer share that issuer's queue (async requests are
-//! charged three times their size, as BFQ charges async queues), the queue
-//! counting as sync when its latest request was sync; the idle class is
-//! served strictly after the others (no anti-starvation timeout); idling
-//! is simplified to "every sync queue of a live issuer, unless
-//! `slice_idle` is 0" (no throughput heuristics for fast or queueing
-//! devices); a newly busy queue preempts the in-service one when its class
-//! is higher, its weight larger, or it comes back in time with budget
-//! left (`next_queue_may_preempt` is not modelled); async queues are not
-//! weight-raised on rare arrivals; and tunables reject out-of-range values
-//! instead of clamping them.
+//! queue merging or splitting, no injection (while the device idles for
+//! the in-service queue nothing else is dispatched, where BFQ may inject
+//! requests of other queues), no burst detection, no waker/wakee
+//! detection and no actuator awareness; sync and async requests of one
+//! issuer share that issuer's queue (async requests are charged three
+//! times their size, as BFQ charges async queues), the queue counting as
+//! sync when its latest request was sync; the idle class is served
+//! strictly after the others (no anti-starvation timeout); a newly busy
+//! queue preempts the in-service one when its class is higher, its weight
+//! larger, it comes back in time with budget left, or idling for the
+//! in-service queue is no longer worth it (`next_queue_may_preempt` is
+//! not modelled); an empty queue preempted while it needed idling for its
+//! guarantees leaves the service tree (BFQ keeps it queued); weight
+//! changes (from priority changes or the end of weight raising) count at
+//! once, where BFQ applies them at the queue's next activation; a queue
+//! with only at-head requests in flight counts as active; a new queue's
+//! first think time and idle time are 0 (BFQ sets the last completion 1
+//! ns after creation, so when the clock has not moved its unsigned
+//! arithmetic wraps them: the think time to its 2 * `slice_idle` cap, the
+//! idle time to about 2^64 ns, leaving the queue not I/O bound for
+//! seconds); `hw_tag` is sampled at completions, not requeues; async
+//! queues are not weight-raised on rare arrivals; and tunables reject
+//! out-of-range values instead of clamping them.
 //!
 //! Using it from a kernel module:
 //!
@@ -93,6 +126,21 @@ const MIN_TT: Nanos = 2 * NSEC_PER_MSEC;
 const SEEK_THR: Sector = 8 * 100;
 /// `BFQQ_SECT_THR_NONROT`, sectors.
 const SECT_THR_NONROT: u32 = 2 * 32;
+/// `BFQ_HW_QUEUE_THRESHOLD`: more requests than this in the driver at
+/// once means the device queues internally.
+const HW_QUEUE_THRESHOLD: u32 = 3;
+/// `BFQ_HW_QUEUE_SAMPLES`: completions sampled per `hw_tag` decision.
+const HW_QUEUE_SAMPLES: u32 = 32;
+/// `bfq_sample_valid`: think-time statistics count once the (decaying,
+/// fixed-point) sample count exceeds this, i.e. from the third sample on.
+const TTIME_VALID_SAMPLES: u32 = 80;
+/// `bfq_update_io_intensity`'s observation window.
+const IO_INTENSITY_WINDOW: Nanos = 200 * NSEC_PER_MSEC;
+/// Weight levels counted for `bfq_asymmetric_scenario`: a queue that is
+/// not weight-raised weighs `ioprio_to_weight(level)`, 10 to 80.
+const WEIGHT_SLOTS: usize = 8;
+/// `Queue::wc_slot` of a queue not counted.
+const NO_SLOT: u8 = u8::MAX;
 
 /// `BFQ_WEIGHT_CONVERSION_COEFF`.
 const WEIGHT_CONVERSION_COEFF: u32 = 10;
@@ -145,6 +193,25 @@ fn vt_gt(a: u64, b: u64) -> bool {
 #[inline]
 fn vt_delta(service: u64, weight: u32) -> u64 {
     (service.min(MAX_CHARGE) << WFQ_SERVICE_SHIFT) / (weight.max(1) as u64)
+}
+
+/// The weight-count slot of a weight: `weight / 10 - 1`, so 0 for the
+/// lightest level (weight 10) up to 7 (weight 80).
+#[inline]
+fn weight_slot(weight: u32) -> u8 {
+    ((weight / WEIGHT_CONVERSION_COEFF).clamp(1, WEIGHT_SLOTS as u32) - 1) as u8
+}
+
+/// The weight-count slot a queue belongs in: active (busy, or with
+/// requests in flight) and not weight-raised, as BFQ keeps queues in its
+/// `queue_weights_tree`.
+#[inline]
+fn wanted_slot(q: &Queue) -> u8 {
+    if q.used && (q.busy || q.dispatched > 0) && q.wr_coeff == 1 {
+        weight_slot(q.weight)
+    } else {
+        NO_SLOT
+    }
 }
 
 /// Why the in-service queue stops being served (`enum bfqq_expiration`).
@@ -245,7 +312,9 @@ struct Queue {
     heap_pos: u32,
     fifo_checked: bool,
     non_blocking_wait_rq: bool,
-    last_end_request: Option<Nanos>,
+    /// `ttime.last_end_request`: the last completion (creation + 1 ns
+    /// before any).
+    last_end_request: Nanos,
     budget_timeout: Option<Nanos>,
     wr_cur_max_time: Nanos,
     last_wr_start_finish: Nanos,
@@ -257,6 +326,23 @@ struct Queue {
     softrt_update: bool,
     seek_history: u32,
     last_request_pos: Sector,
+    /// The weight-count slot this queue is counted in while active (busy
+    /// or with requests in flight) and not weight-raised (BFQ's
+    /// `weight_counter`), or `NO_SLOT`.
+    wc_slot: u8,
+    /// `BFQQF_just_created`: not yet activated once.
+    just_created: bool,
+    /// `BFQQF_IO_bound`: busy at least about 80 % of the time.
+    io_bound: bool,
+    /// `BFQQF_has_short_ttime`.
+    has_short_ttime: bool,
+    // `struct bfq_ttime`.
+    ttime_samples: u32,
+    ttime_total: u64,
+    ttime_mean: u64,
+    // `bfq_update_io_intensity`'s window.
+    io_start_time: Nanos,
+    tot_idle_time: u64,
 }
 
 const NO_HEAP: u8 = u8::MAX;
@@ -293,7 +379,7 @@ impl Default for Queue {
             heap_pos: 0,
             fifo_checked: false,
             non_blocking_wait_rq: false,
-            last_end_request: None,
+            last_end_request: 0,
             budget_timeout: None,
             wr_cur_max_time: 0,
             last_wr_start_finish: 0,
@@ -305,6 +391,15 @@ impl Default for Queue {
             softrt_update: false,
             seek_history: 0,
             last_request_pos: 0,
+            wc_slot: NO_SLOT,
+            just_created: true,
+            io_bound: true,
+            has_short_ttime: false,
+            ttime_samples: 0,
+            ttime_total: 0,
+            ttime_mean: 0,
+            io_start_time: 0,
+            tot_idle_time: 0,
         }
     }
 }
@@ -356,6 +451,16 @@ pub struct IssuerInfo {
     pub service: u64,
     /// The queue's adaptive maximum budget, sectors.
     pub max_budget: u64,
+    /// Whether more than 19 of the queue's last 32 requests were far from
+    /// their predecessor (`BFQQ_SEEKY`).
+    pub seeky: bool,
+    /// Whether the queue's mean think time counts as short
+    /// (`BFQQF_has_short_ttime`): at most `slice_idle / 2`, or too few
+    /// samples yet, and its issuer has not exited.
+    pub short_think_time: bool,
+    /// Whether the queue counts as I/O bound (`BFQQF_IO_bound`): busy at
+    /// least about 80 % of the recent past.
+    pub io_bound: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -370,7 +475,18 @@ struct State {
     wsum: [u64; PrioClass::COUNT],
     heap_len: [u32; HEAPS],
     busy_queues: u32,
+    /// `bfqd->busy_queues[]`, per class.
+    busy_in_class: [u32; PrioClass::COUNT],
     wr_busy_queues: u32,
+    /// BFQ's `queue_weights_tree`, flattened: how many active queues that
+    /// are not weight-raised have each weight (slot `weight / 10 - 1`),
+    /// and a bit per non-empty slot.
+    weight_count: [u32; WEIGHT_SLOTS],
+    weight_mask: u8,
+    // hw_tag detection: -1 unknown (counts as queueing), 0 or 1.
+    hw_tag: i8,
+    max_rq_in_driver: u32,
+    hw_tag_samples: u32,
     disp_head: u32,
     disp_tail: u32,
     disp_len: u32,
@@ -416,7 +532,13 @@ impl State {
             wsum: [0; PrioClass::COUNT],
             heap_len: [0; HEAPS],
             busy_queues: 0,
+            busy_in_class: [0; PrioClass::COUNT],
             wr_busy_queues: 0,
+            weight_count: [0; WEIGHT_SLOTS],
+            weight_mask: 0,
+            hw_tag: -1,
+            max_rq_in_driver: 0,
+            hw_tag_samples: 0,
             disp_head: NIL,
             disp_tail: NIL,
             disp_len: 0,
@@ -597,7 +719,11 @@ where
         if !c.q(qi).used {
             return;
         }
-        c.qm(qi).exited = true;
+        // No process left to send more: never idle for it, and its think
+        // time counts as long (C: the context's `active_ref` is 0).
+        let q = c.qm(qi);
+        q.exited = true;
+        q.has_short_ttime = false;
         if c.s.in_service == qi && c.q(qi).queued == 0 {
             c.expire(qi, Expiration::NoMoreRequests, false, now);
         }
@@ -635,6 +761,20 @@ where
             budget: q.budget,
             service: q.service,
             max_budget: q.max_budget,
+            seeky: q.seek_history.count_ones() > 19,
+            short_think_time: q.has_short_ttime,
+            io_bound: q.io_bound,
+        }
+    }
+
+    /// Whether the device queues requests internally, as BFQ detects it
+    /// (`hw_tag`) from the number of requests in the driver over 32
+    /// completions that had enough requests around to tell: `None` until
+    /// then, which counts as queueing. Once queueing, always queueing.
+    pub fn hw_tag(&self) -> Option<bool> {
+        match self.st.hw_tag {
+            -1 => None,
+            t => Some(t == 1),
         }
     }
 
@@ -714,9 +854,17 @@ where
         let mut wsum = [0u64; PrioClass::COUNT];
         let mut busy = 0u32;
         let mut wr_busy = 0u32;
+        let mut busy_in_class = [0u32; PrioClass::COUNT];
+        let mut weight_count = [0u32; WEIGHT_SLOTS];
         for (qi, slot) in qs.iter().enumerate() {
             let q = &slot.q;
             let qi = qi as u32;
+            if q.wc_slot != wanted_slot(q) {
+                return Err("queue counted under the wrong weight");
+            }
+            if q.wc_slot != NO_SLOT {
+                weight_count[q.wc_slot as usize] += 1;
+            }
             // In-order walk of the treap.
             let mut count = 0u32;
             let mut x = q.root;
@@ -814,6 +962,7 @@ where
             }
             if q.busy {
                 busy += 1;
+                busy_in_class[q.class.index()] += 1;
                 if q.wr_coeff > 1 {
                     wr_busy += 1;
                 }
@@ -849,6 +998,22 @@ where
         }
         if busy != s.busy_queues {
             return Err("busy count");
+        }
+        if busy_in_class != s.busy_in_class {
+            return Err("per-class busy counts");
+        }
+        if weight_count != s.weight_count {
+            return Err("weight counts");
+        }
+        let mask = weight_count
+            .iter()
+            .enumerate()
+            .fold(0u8, |m, (i, &c)| if c > 0 { m | 1 << i } else { m });
+        if mask != s.weight_mask {
+            return Err("weight mask");
+        }
+        if !(-1..=1).contains(&s.hw_tag) || s.hw_tag_samples > HW_QUEUE_SAMPLES {
+            return Err("hw_tag state");
         }
         if wr_busy != s.wr_busy_queues {
             return Err("weight-raised busy count");
@@ -1387,6 +1552,31 @@ impl Ctx<'_> {
             self.s.wsum[c] = self.s.wsum[c].saturating_sub(old) + w as u64;
         }
         self.qm(qi).weight = w;
+        self.sync_weight_count(qi);
+    }
+
+    /// Keeps the queue's place in the weight counts (BFQ's
+    /// `bfq_weights_tree_add` and `_remove`) in step with its state: call
+    /// after anything that may change whether it is active (busy or with
+    /// requests in flight), weight-raised, or its weight.
+    fn sync_weight_count(&mut self, qi: u32) {
+        let want = wanted_slot(self.q(qi));
+        let have = self.q(qi).wc_slot;
+        if want == have {
+            return;
+        }
+        if have != NO_SLOT {
+            let c = &mut self.s.weight_count[have as usize];
+            *c = c.saturating_sub(1);
+            if *c == 0 {
+                self.s.weight_mask &= !(1 << have);
+            }
+        }
+        if want != NO_SLOT {
+            self.s.weight_count[want as usize] += 1;
+            self.s.weight_mask |= 1 << want;
+        }
+        self.qm(qi).wc_slot = want;
     }
 
     fn apply_prio(&mut self, qi: u32, prio: IoPrio) {
@@ -1400,6 +1590,7 @@ impl Ctx<'_> {
         q.orig_weight = w;
         q.weight = w.saturating_mul(q.wr_coeff);
         q.prio_changed = false;
+        self.sync_weight_count(qi);
     }
 
     /// Makes an idle queue busy (`bfq_add_bfqq_busy` + activation).
@@ -1440,6 +1631,8 @@ impl Ctx<'_> {
         }
         self.s.wsum[c] = self.s.wsum[c].saturating_add(w);
         self.s.busy_queues += 1;
+        self.s.busy_in_class[c] += 1;
+        self.sync_weight_count(qi);
         self.enqueue_entity(qi);
     }
 
@@ -1463,7 +1656,9 @@ impl Ctx<'_> {
         }
         self.s.wsum[c] = self.s.wsum[c].saturating_sub(w);
         self.s.busy_queues = self.s.busy_queues.saturating_sub(1);
+        self.s.busy_in_class[c] = self.s.busy_in_class[c].saturating_sub(1);
         self.qm(qi).busy = false;
+        self.sync_weight_count(qi);
     }
 
     /// Repositions a busy queue after its budget changed (`bfq_requeue_bfqq`
@@ -1668,14 +1863,164 @@ impl Ctx<'_> {
         q.soft_rt_next_start.max(by_rate).max(by_idle)
     }
 
+    // ----- what idling decisions look at ------------------------------------------
+
+    /// `bfq_update_hw_tag`, at each completion (before the in-driver count
+    /// drops): over `HW_QUEUE_SAMPLES` completions that had more than
+    /// `HW_QUEUE_THRESHOLD` requests queued or in the driver, did the
+    /// driver ever hold more than `HW_QUEUE_THRESHOLD`? Completions
+    /// while the in-service queue has a short think time but few requests
+    /// (so that it alone may keep the driver short) do not count.
+    fn update_hw_tag(&mut self) {
+        let s = &mut *self.s;
+        s.max_rq_in_driver = s.max_rq_in_driver.max(s.in_driver);
+        if s.hw_tag == 1 {
+            return;
+        }
+        if s.in_driver.saturating_add(s.queued) <= HW_QUEUE_THRESHOLD {
+            return;
+        }
+        let is = s.in_service;
+        if is != NIL {
+            let q = &self.qs[is as usize].q;
+            if q.has_short_ttime
+                && q.dispatched.saturating_add(q.queued) < HW_QUEUE_THRESHOLD
+                && s.in_driver < HW_QUEUE_THRESHOLD
+            {
+                return;
+            }
+        }
+        let samples = s.hw_tag_samples;
+        s.hw_tag_samples = samples + 1;
+        if samples < HW_QUEUE_SAMPLES {
+            return;
+        }
+        s.hw_tag = (s.max_rq_in_driver > HW_QUEUE_THRESHOLD) as i8;
+        s.max_rq_in_driver = 0;
+        s.hw_tag_samples = 0;
+    }
+
+    /// `bfq_update_io_thinktime`, at a request's arrival: when the queue
+    /// had nothing queued or in flight, sample the time since its last
+    /// completion (at most `2 * slice_idle`) into a decaying average.
+    fn update_io_thinktime(&mut self, qi: u32, now: Nanos) {
+        let cap = self.s.slice_idle.saturating_mul(2);
+        let q = self.qm(qi);
+        if q.dispatched > 0 || q.busy {
+            return;
+        }
+        // C computes this in unsigned arithmetic from a last completion
+        // set 1 ns after the queue's creation, so the first sample wraps
+        // to the cap when the clock has not moved; here it is 0.
+        let elapsed = now.saturating_sub(q.last_end_request).min(cap);
+        q.ttime_samples = (7 * q.ttime_samples + 256) / 8;
+        q.ttime_total = q
+            .ttime_total
+            .saturating_mul(7)
+            .saturating_add(elapsed.saturating_mul(256))
+            / 8;
+        q.ttime_mean = q.ttime_total.saturating_add(128) / q.ttime_samples.max(1) as u64;
+    }
+
+    /// `bfq_update_has_short_ttime`, at a sync request's arrival (no
+    /// burst or split handling: neither is modelled). An exited issuer's
+    /// think time is infinite; see [`Bfq::issuer_exit`].
+    fn update_has_short_ttime(&mut self, qi: u32, sync: bool) {
+        let half_slice = self.s.slice_idle / 2;
+        if !sync || self.q(qi).class == PrioClass::Idle || self.s.slice_idle == 0 {
+            return;
+        }
+        let q = self.qm(qi);
+        q.has_short_ttime =
+            !(q.exited || (q.ttime_samples > TTIME_VALID_SAMPLES && q.ttime_mean > half_slice));
+    }
+
+    /// `bfq_update_io_intensity`, at a sync request's arrival (before it
+    /// is queued): time the queue spent with nothing queued or in flight
+    /// counts as idle; it is I/O bound when idle at most a fifth of the
+    /// window, which keeps at most about 200 ms of the past.
+    fn update_io_intensity(&mut self, qi: u32, now: Nanos) {
+        let q = self.qm(qi);
+        let tot_io_time = now.saturating_sub(q.io_start_time);
+        if q.queued == 0 && q.dispatched == 0 {
+            // Saturating where C wraps, as in update_io_thinktime.
+            q.tot_idle_time = q
+                .tot_idle_time
+                .saturating_add(now.saturating_sub(q.last_end_request));
+        }
+        if q.just_created {
+            return;
+        }
+        q.io_bound = q.tot_idle_time.saturating_mul(5) <= tot_io_time;
+        if tot_io_time > IO_INTENSITY_WINDOW {
+            q.io_start_time = now - (tot_io_time >> 1);
+            q.tot_idle_time >>= 1;
+        }
+    }
+
     // ----- idling and expiration -------------------------------------------------
 
     fn seeky(&self, qi: u32) -> bool {
         self.q(qi).seek_history.count_ones() > 19
     }
 
-    /// `bfq_better_to_idle`, simplified: idle for sync queues (of a live
-    /// issuer, not of the idle class) whenever `slice_idle` allows.
+    /// `bfq_asymmetric_scenario`: whether the active queues may not all
+    /// be owed the same share, so that not idling for `qi` could cost it
+    /// its share: the active queues that are not weight-raised have more
+    /// than one weight (unless `qi` has the smallest of them), or queues
+    /// of more than one class are busy. (No cgroups, so no group term.)
+    fn asymmetric_scenario(&self, qi: u32) -> bool {
+        let mask = self.s.weight_mask;
+        let slot = self.q(qi).wc_slot;
+        let smallest_weight = slot != NO_SLOT && mask.trailing_zeros() == slot as u32;
+        let varied_queue_weights = !smallest_weight && mask.count_ones() > 1;
+        let multiple_classes_busy = self.s.busy_in_class.iter().filter(|&&n| n > 0).count() > 1;
+        varied_queue_weights || multiple_classes_busy
+    }
+
+    /// `idling_boosts_thr_without_issues`: idling raises throughput (a
+    /// rotational device without internal queueing, or a sequential,
+    /// I/O-bound queue with a short think time on a device that is not
+    /// both non-rotational and queueing), and no weight-raised queue is
+    /// busy (which idling for others would hurt).
+    fn idling_boosts_thr_without_issues(&self, qi: u32) -> bool {
+        let q = self.q(qi);
+        if q.exited {
+            return false;
+        }
+        // hw_tag -1 (not yet known) counts as queueing, as in C.
+        let queueing = self.s.hw_tag != 0;
+        let rot_without_queueing = !self.s.nonrot && !queueing;
+        let sequential_and_io_bound = !self.seeky(qi) && q.io_bound && q.has_short_ttime;
+        let idling_boosts_thr =
+            rot_without_queueing || ((!self.s.nonrot || !queueing) && sequential_and_io_bound);
+        idling_boosts_thr && self.s.wr_busy_queues == 0
+    }
+
+    /// `idling_needed_for_service_guarantees`: without idling `qi` could
+    /// lose its share: it is weight-raised and non-raised queues are busy
+    /// (or many other requests are in the drive), or the scenario is
+    /// asymmetric, or it is the only busy queue (kept plugged in case a
+    /// lighter queue turns up).
+    fn idling_needed_for_service_guarantees(&self, qi: u32) -> bool {
+        let q = self.q(qi);
+        if q.exited {
+            return false;
+        }
+        let tot_busy = self.s.busy_queues;
+        (q.wr_coeff > 1
+            && (self.s.wr_busy_queues < tot_busy
+                || self.s.in_driver >= q.dispatched.saturating_add(4)))
+            || self.asymmetric_scenario(qi)
+            || tot_busy == 1
+    }
+
+    /// `bfq_better_to_idle`: whether to plug dispatching while `qi` (in
+    /// service, empty) waits for its next request. Never for an exited
+    /// issuer (no process left to send one); always with
+    /// `strict_guarantees`; never with `slice_idle` 0, for async queues or
+    /// the idle class; otherwise when idling boosts throughput without
+    /// issues or is needed for service guarantees.
     fn better_to_idle(&self, qi: u32) -> bool {
         let q = self.q(qi);
         if q.exited {
@@ -1684,17 +2029,22 @@ impl Ctx<'_> {
         if self.s.strict_guarantees {
             return true;
         }
-        self.s.slice_idle != 0 && q.sync && q.class != PrioClass::Idle
+        if self.s.slice_idle == 0 || !q.sync || q.class == PrioClass::Idle {
+            return false;
+        }
+        self.idling_boosts_thr_without_issues(qi) || self.idling_needed_for_service_guarantees(qi)
     }
 
     fn must_idle(&self, qi: u32) -> bool {
         self.q(qi).queued == 0 && self.better_to_idle(qi)
     }
 
-    /// The idle slice for the in-service queue (`bfq_arm_slice_timer`).
+    /// The idle slice for the in-service queue (`bfq_arm_slice_timer`):
+    /// short for a seeky queue unless it is raised or the scenario is
+    /// asymmetric, long for a raised one.
     fn idle_slice(&self, qi: u32) -> Nanos {
         let sl = self.s.slice_idle;
-        if self.seeky(qi) && self.q(qi).wr_coeff == 1 {
+        if self.seeky(qi) && self.q(qi).wr_coeff == 1 && !self.asymmetric_scenario(qi) {
             sl.min(MIN_TT)
         } else if self.q(qi).wr_coeff > 1 {
             sl.max(20 * NSEC_PER_MSEC)
@@ -1916,6 +2266,7 @@ impl Ctx<'_> {
             && q.heap_id == NO_HEAP
             && self.s.in_service != qi
         {
+            self.sync_weight_count(qi);
             *self.qm(qi) = Queue::default();
         }
     }
@@ -2003,15 +2354,21 @@ impl Ctx<'_> {
 
     // ----- the operations ---------------------------------------------------------
 
-    fn init_queue(&mut self, qi: u32, prio: IoPrio, now: Nanos) {
+    fn init_queue(&mut self, qi: u32, prio: IoPrio, sync: bool, now: Nanos) {
         let mb = self.s.cur_max_budget() * 2 / 3;
         *self.qm(qi) = Queue::default();
-        self.apply_prio(qi, prio);
         let q = self.qm(qi);
         q.used = true;
+        self.apply_prio(qi, prio);
+        let q = self.qm(qi);
         q.max_budget = mb.max(1);
         q.last_wr_start_finish = now;
         q.soft_rt_next_start = now;
+        // bfq_init_bfqq: tentatively a short think time (sync queues not
+        // of the idle class), I/O bound, just created.
+        q.has_short_ttime = sync && q.class != PrioClass::Idle;
+        q.last_end_request = now.saturating_add(1);
+        q.io_start_time = now;
     }
 
     /// `bfq_bfqq_handle_idle_busy_switch`; tells whether the queue
@@ -2039,9 +2396,9 @@ impl Ctx<'_> {
         } else {
             0
         };
-        let arrived_in_time = q
-            .last_end_request
-            .is_some_and(|t| now <= t.saturating_add(self.s.slice_idle.saturating_mul(3)));
+        let arrived_in_time = now
+            <= q.last_end_request
+                .saturating_add(self.s.slice_idle.saturating_mul(3));
         let budget_left = q.budget.saturating_sub(q.service);
         let wants_to_preempt = q.non_blocking_wait_rq && arrived_in_time && budget_left > 0;
         {
@@ -2090,15 +2447,19 @@ impl Ctx<'_> {
             qm.last_idle_bklogged = now;
             qm.service_from_backlogged = 0;
             qm.softrt_update = false;
+            qm.just_created = false;
         }
         self.activate(qi);
 
+        // The in-service queue is also expired when idling for it is no
+        // longer worth it now that this queue is busy too.
         let is = self.s.in_service;
         if is != NIL && is != qi {
             let (a, b) = (self.q(qi), self.q(is));
             if (wants_to_preempt && a.wr_coeff >= b.wr_coeff)
                 || a.class < b.class
                 || a.weight > b.weight
+                || !self.better_to_idle(is)
             {
                 self.expire(is, Expiration::Preempted, false, now);
             }
@@ -2129,7 +2490,7 @@ impl Ctx<'_> {
         }
         let qi = desc.issuer.min(self.qs.len() - 1) as u32;
         if !self.q(qi).used {
-            self.init_queue(qi, desc.prio, now);
+            self.init_queue(qi, desc.prio, desc.sync, now);
         }
         self.qm(qi).exited = false;
         let d = usize::from(desc.sync);
@@ -2163,6 +2524,9 @@ impl Ctx<'_> {
         } else {
             self.qm(qi).prio_changed = false;
         }
+        self.qm(qi).sync = desc.sync;
+        self.update_io_thinktime(qi, now);
+        self.update_has_short_ttime(qi, desc.sync);
         {
             // bfq_update_io_seektime
             let dist = desc.sector.abs_diff(self.q(qi).last_request_pos);
@@ -2170,7 +2534,9 @@ impl Ctx<'_> {
             let qm = self.qm(qi);
             qm.seek_history = (qm.seek_history << 1) | seeky as u32;
             qm.last_request_pos = desc.sector.saturating_add(desc.sectors as u64);
-            qm.sync = desc.sync;
+        }
+        if desc.sync {
+            self.update_io_intensity(qi, now);
         }
         self.fifo_push(qi, d, x);
         self.tree_insert(qi, x);
@@ -2208,6 +2574,7 @@ impl Ctx<'_> {
         let qi = self.rq(x).queue;
         if (qi as usize) < self.qs.len() {
             self.qm(qi).dispatched = self.q(qi).dispatched.saturating_sub(1);
+            self.sync_weight_count(qi);
             self.maybe_release(qi);
         }
     }
@@ -2217,6 +2584,7 @@ impl Ctx<'_> {
             return;
         }
         self.idle_timer(now);
+        self.update_hw_tag();
         let x = tag as u32;
         self.rqm(x).state = RqState::Free;
         self.s.in_driver = self.s.in_driver.saturating_sub(1);
@@ -2227,8 +2595,9 @@ impl Ctx<'_> {
         self.qm(qi).dispatched = self.q(qi).dispatched.saturating_sub(1);
         if self.q(qi).dispatched == 0 && !self.q(qi).busy {
             self.qm(qi).budget_timeout = Some(now);
+            self.sync_weight_count(qi);
         }
-        self.qm(qi).last_end_request = Some(now);
+        self.qm(qi).last_end_request = now;
         let delta_us = now.saturating_sub(self.s.last_completion) / NSEC_PER_USEC;
         if delta_us > MIN_TT / NSEC_PER_USEC
             && (self.s.last_rq_max_size.min(1 << 40) << RATE_SHIFT) / delta_us
@@ -2290,6 +2659,7 @@ impl Ctx<'_> {
                 let q = self.qm(qi);
                 q.dispatched += 1;
                 q.at_head = q.at_head.saturating_sub(1);
+                self.sync_weight_count(qi);
             }
             return Dispatch::Request(h as Tag);
         }

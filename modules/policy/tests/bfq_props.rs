@@ -77,10 +77,13 @@ enum M {
     InFlight,
 }
 
-/// Runs `ops` against a scheduler with `n` tags and `m` issuers, checking
-/// the life-cycle invariants after every step, then drains it.
-fn run_ops(n: usize, m: usize, ops: &[OpKind]) -> Result<(), TestCaseError> {
+/// Runs `ops` against a scheduler with `n` tags and `m` issuers on a
+/// rotational or non-rotational device, checking the life-cycle
+/// invariants (and, through `check_invariants`, the weight and class
+/// counts behind the idling decisions) after every step, then drains it.
+fn run_ops(n: usize, m: usize, nonrot: bool, ops: &[OpKind]) -> Result<(), TestCaseError> {
     let mut b = bfq(n, m);
+    b.set_nonrotational(nonrot);
     let mut model = vec![M::Free; n];
     let mut descs = vec![RequestDesc::default(); n];
     let mut now: Nanos = 0;
@@ -273,13 +276,19 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
     #[test]
-    fn every_request_dispatched_exactly_once(ops in prop::collection::vec(op_strategy(), 1..400)) {
-        run_ops(24, 5, &ops)?;
+    fn every_request_dispatched_exactly_once(
+        ops in prop::collection::vec(op_strategy(), 1..400),
+        nonrot in any::<bool>(),
+    ) {
+        run_ops(24, 5, nonrot, &ops)?;
     }
 
     #[test]
-    fn single_issuer_single_tag_holds(ops in prop::collection::vec(op_strategy(), 1..200)) {
-        run_ops(1, 1, &ops)?;
+    fn single_issuer_single_tag_holds(
+        ops in prop::collection::vec(op_strategy(), 1..200),
+        nonrot in any::<bool>(),
+    ) {
+        run_ops(1, 1, nonrot, &ops)?;
     }
 }
 
@@ -438,7 +447,7 @@ impl Sim {
             self.dispatch_all();
             self.step();
             steps += 1;
-            if steps.is_multiple_of(1024) {
+            if steps.is_multiple_of(64) {
                 assert_eq!(self.b.check_invariants(), Ok(()));
             }
         }
@@ -490,16 +499,19 @@ proptest! {
     }
 
     /// Levels 6, 4 and 0 (weights 20, 40, 80) share the device 1:2:4,
-    /// each share within 10 % of its ideal.
+    /// each share within 10 % of its ideal, on rotational and
+    /// non-rotational devices.
     #[test]
     fn weights_one_two_four_share_in_ratio(
         sectors in prop::sample::select(vec![64u32, 256, 512]),
         svc_us in 100u64..1000,
         depth in 1usize..4,
         sync in any::<bool>(),
+        nonrot in any::<bool>(),
     ) {
         let mut b = bfq(256, 4);
         b.set_tunable("low_latency", "0").unwrap();
+        b.set_nonrotational(nonrot);
         let mut sim = Sim::new(b, 256, depth, svc_us * US);
         for level in [6u8, 4, 0] {
             let prio = IoPrio { class: PrioClass::BestEffort, level };
@@ -522,6 +534,49 @@ proptest! {
                 "share {} ideal {} ({:?})", share, ideal, got
             );
         }
+    }
+
+    /// Two sequential readers at levels 0 and 4 (weights 80 and 40) with
+    /// 16 KiB requests on a slow, shallow, non-rotational device (2
+    /// requests in the driver), as in the guest's fairness test. The
+    /// heavier reader keeps at most as many requests outstanding as the
+    /// driver takes, so its queue empties after every dispatch round; the
+    /// lighter one always has more waiting. Idling for the heavier reader
+    /// (the scenario is asymmetric for it, and once the device is found
+    /// not to queue, idling also pays for its sequential I/O) keeps the
+    /// lighter one from taking the device each time: 1:2 within 15 %.
+    /// (Never idling gives about 0.8:1.)
+    ///
+    /// (The other way round, a light reader that empties is not idled on:
+    /// it has the smallest weight, so BFQ deems the scenario symmetric
+    /// for it, and it then gets less than its share.)
+    #[test]
+    fn two_readers_share_one_to_two_on_shallow_nonrot_device(
+        svc_us in 500u64..3000,
+        outstanding in 1usize..3,
+        low_latency in any::<bool>(),
+    ) {
+        let mut b = bfq(256, 4);
+        b.set_nonrotational(true);
+        if !low_latency {
+            b.set_tunable("low_latency", "0").unwrap();
+        }
+        let mut sim = Sim::new(b, 256, 2, svc_us * US);
+        for (level, target) in [(4u8, 8), (0, outstanding)] {
+            let prio = IoPrio { class: PrioClass::BestEffort, level };
+            sim.add_issuer(prio, target, 32, true);
+        }
+        sim.run_until(15_000 * MS);
+        let base: Vec<u64> = sim.issuers.iter().map(|i| i.done_sectors).collect();
+        sim.run_until(45_000 * MS);
+        let got: Vec<f64> = sim
+            .issuers
+            .iter()
+            .zip(&base)
+            .map(|(i, b)| (i.done_sectors - b) as f64)
+            .collect();
+        let ratio = got[1] / got[0];
+        prop_assert!((1.7..=2.3).contains(&ratio), "ratio {} ({:?})", ratio, got);
     }
 
     /// With 8 greedy sequential readers running, a newcomer's first request
@@ -593,8 +648,11 @@ proptest! {
         svc_us in 20u64..2000,
         depth in 1usize..6,
         tweak in prop::option::of((0usize..10, 0u32..200)),
+        nonrot in any::<bool>(),
     ) {
-        let mut sim = Sim::new(bfq(64, 6), 64, depth, svc_us * US);
+        let mut b = bfq(64, 6);
+        b.set_nonrotational(nonrot);
+        let mut sim = Sim::new(b, 64, depth, svc_us * US);
         for (class, level, sync, target, sectors) in specs {
             let class = [PrioClass::RealTime, PrioClass::BestEffort, PrioClass::Idle][class as usize];
             sim.add_issuer(IoPrio { class, level }, target, sectors, sync);
