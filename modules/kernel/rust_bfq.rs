@@ -295,7 +295,7 @@ impl Elevator for RustBfq {
         requests: &mut Insertion<'_, Self>,
         at_head: bool,
     ) {
-        let now = elevator::ktime_get_ns();
+        let now = elevator::blk_time_get_ns();
         while let Some(rq) = requests.next() {
             let Err(rq) = requests.try_merge(locked, rq) else {
                 continue;
@@ -331,7 +331,7 @@ impl Elevator for RustBfq {
     }
 
     fn dispatch_request(&self, locked: &mut Locked, hctx: &HwQueue) -> Option<Request> {
-        let now = elevator::ktime_get_ns();
+        let now = elevator::blk_time_get_ns();
         let rq = loop {
             match locked.policy.dispatch(now) {
                 Dispatch::Request(tag) => {
@@ -362,7 +362,7 @@ impl Elevator for RustBfq {
         // As bfq_finish_requeue_request(): completions go through the lock.
         let mut guard = lock.lock();
         let locked = &mut *guard;
-        locked.policy.completed(tag, elevator::ktime_get_ns());
+        locked.policy.completed(tag, elevator::blk_time_get_ns());
         if locked.policy.in_flight() == 0 && locked.policy.has_work() {
             // As bfq_completed_request(): nothing left on the device, so
             // nothing else will run the queue; the policy may want to
@@ -374,14 +374,14 @@ impl Elevator for RustBfq {
 
     fn requeue_request(&self, locked: &mut Locked, rq: &RequestRef) {
         if let Some(tag) = rq.sched_index() {
-            locked.policy.requeued(tag, elevator::ktime_get_ns());
+            locked.policy.requeued(tag, elevator::blk_time_get_ns());
         }
     }
 
     fn exit_icq(&self, locked: &mut Locked, icq: &IoCq) {
         let w = icq.private();
         if w != ICQ_UNASSIGNED && w != ICQ_SHARED && w != ICQ_EXITED && w - 1 < ISSUERS - 1 {
-            locked.policy.issuer_exit(w - 1, elevator::ktime_get_ns());
+            locked.policy.issuer_exit(w - 1, elevator::blk_time_get_ns());
         }
         // Requests the context still allocates go to the shared slot: its
         // own may be handed to another context once drained.

@@ -39,6 +39,11 @@ u64 rust_helper_ktime_get_ns(void)
 	return ktime_get_ns();
 }
 
+u64 rust_helper_blk_time_get_ns(void)
+{
+	return blk_time_get_ns();
+}
+
 u64 rust_helper_ktime_get_coarse_ns(void)
 {
 	return ktime_get_coarse_ns();

@@ -115,6 +115,15 @@ pub fn ktime_get_ns() -> u64 {
     unsafe { bindings::ktime_get_ns() }
 }
 
+/// The block layer's clock (`blk_time_get_ns()`, what BFQ reads): monotonic
+/// nanoseconds, read once per plug in task context (the plug caches it
+/// until the task sleeps or is preempted), else [`ktime_get_ns`].
+pub fn blk_time_get_ns() -> u64 {
+    // SAFETY: `blk_time_get_ns()` can be called from any context; it only
+    // touches the current task's plug in task context.
+    unsafe { bindings::blk_time_get_ns() }
+}
+
 /// Monotonic time in nanoseconds as of the last timer tick
 /// (`ktime_get_coarse_ns()`): cheap, with the resolution of `jiffies`,
 /// which is what mq-deadline's deadlines use.
