@@ -440,6 +440,17 @@ impl Sim {
         }
     }
 
+    /// Runs until `end` and returns each issuer's sectors done meanwhile.
+    fn sectors_until(&mut self, end: Nanos) -> Vec<f64> {
+        let base: Vec<u64> = self.issuers.iter().map(|i| i.done_sectors).collect();
+        self.run_until(end);
+        self.issuers
+            .iter()
+            .zip(&base)
+            .map(|(i, b)| (i.done_sectors - b) as f64)
+            .collect()
+    }
+
     fn run_until(&mut self, end: Nanos) {
         let mut steps = 0u64;
         while self.now < end {
@@ -483,14 +494,7 @@ proptest! {
         }
         // Past the weight-raising phase, then measure.
         sim.run_until(12_000 * MS);
-        let base: Vec<u64> = sim.issuers.iter().map(|i| i.done_sectors).collect();
-        sim.run_until(32_000 * MS);
-        let got: Vec<f64> = sim
-            .issuers
-            .iter()
-            .zip(&base)
-            .map(|(i, b)| (i.done_sectors - b) as f64)
-            .collect();
+        let got = sim.sectors_until(32_000 * MS);
         let j = jain(&got);
         let mean = got.iter().sum::<f64>() / got.len() as f64;
         let worst = got.iter().map(|g| (g - mean).abs() / mean).fold(0.0, f64::max);
@@ -567,14 +571,7 @@ proptest! {
             sim.add_issuer(prio, target, 32, true);
         }
         sim.run_until(15_000 * MS);
-        let base: Vec<u64> = sim.issuers.iter().map(|i| i.done_sectors).collect();
-        sim.run_until(45_000 * MS);
-        let got: Vec<f64> = sim
-            .issuers
-            .iter()
-            .zip(&base)
-            .map(|(i, b)| (i.done_sectors - b) as f64)
-            .collect();
+        let got = sim.sectors_until(45_000 * MS);
         let ratio = got[1] / got[0];
         prop_assert!((1.7..=2.3).contains(&ratio), "ratio {} ({:?})", ratio, got);
     }
