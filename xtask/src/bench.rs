@@ -336,6 +336,43 @@ pub struct Summary {
     /// same repeat), and its standard deviation.
     pub ratio_to_none: Option<f64>,
     pub ratio_sd: Option<f64>,
+    /// For a Rust scheduler, the C scheduler it reimplements
+    /// ([`counterpart`]), and the mean and standard deviation over repeats
+    /// of (this scheduler's IOPS / the counterpart's in the same repeat).
+    #[serde(default)]
+    pub counterpart: Option<String>,
+    #[serde(default)]
+    pub ratio_to_counterpart: Option<f64>,
+    #[serde(default)]
+    pub counterpart_sd: Option<f64>,
+}
+
+/// The C scheduler a Rust one reimplements, by name: `rust-X` stands for
+/// `mq-X` if that was measured, else for `X` (`rust-deadline` for
+/// `mq-deadline`, `rust-bfq` for `bfq`).
+pub fn counterpart(scheduler: &str, schedulers: &[String]) -> Option<String> {
+    let base = scheduler.strip_prefix("rust-")?;
+    [format!("mq-{base}"), base.to_string()]
+        .into_iter()
+        .find(|c| schedulers.contains(c))
+}
+
+/// Mean and standard deviation over repeats of `runs`' IOPS divided by
+/// `reference`'s IOPS in the same repeat; `None` without a pair.
+fn paired_ratio(runs: &[&RunResult], reference: &[&RunResult]) -> (Option<f64>, Option<f64>) {
+    let by_repeat: BTreeMap<u32, f64> = reference
+        .iter()
+        .filter_map(|r| r.measured.as_ref().map(|m| (r.run.repeat, m.iops)))
+        .collect();
+    let ratios: Vec<f64> = runs
+        .iter()
+        .filter_map(|r| Some(r.measured.as_ref()?.iops / by_repeat.get(&r.run.repeat)?))
+        .collect();
+    if ratios.is_empty() {
+        return (None, None);
+    }
+    let (m, sd) = mean_sd(&ratios);
+    (Some(m), Some(sd))
 }
 
 /// Summarises runs, keeping the plan's device/workload order and the
@@ -356,10 +393,7 @@ pub fn summarize(results: &[RunResult], schedulers: &[String]) -> Vec<Summary> {
                 .filter(|r| &r.run.device == dev && &r.run.workload == wl && r.run.scheduler == s)
                 .collect()
         };
-        let none_by_repeat: BTreeMap<u32, f64> = of("none")
-            .iter()
-            .filter_map(|r| r.measured.as_ref().map(|m| (r.run.repeat, m.iops)))
-            .collect();
+        let none = of("none");
         for s in schedulers {
             let rs = of(s);
             if rs.is_empty() {
@@ -368,19 +402,11 @@ pub fn summarize(results: &[RunResult], schedulers: &[String]) -> Vec<Summary> {
             let ms: Vec<&Measured> = rs.iter().filter_map(|r| r.measured.as_ref()).collect();
             let col = |f: fn(&Measured) -> f64| -> Vec<f64> { ms.iter().map(|m| f(m)).collect() };
             let (iops_mean, iops_sd) = mean_sd(&col(|m| m.iops));
-            let ratios: Vec<f64> = rs
-                .iter()
-                .filter_map(|r| {
-                    let m = r.measured.as_ref()?;
-                    let n = none_by_repeat.get(&r.run.repeat)?;
-                    Some(m.iops / n)
-                })
-                .collect();
-            let (ratio, ratio_sd) = if ratios.is_empty() {
-                (None, None)
-            } else {
-                let (m, sd) = mean_sd(&ratios);
-                (Some(m), Some(sd))
+            let (ratio, ratio_sd) = paired_ratio(&rs, &none);
+            let counterpart = counterpart(s, schedulers);
+            let (ratio_to_counterpart, counterpart_sd) = match &counterpart {
+                Some(c) => paired_ratio(&rs, &of(c)),
+                None => (None, None),
             };
             out.push(Summary {
                 device: dev.clone(),
@@ -396,6 +422,9 @@ pub fn summarize(results: &[RunResult], schedulers: &[String]) -> Vec<Summary> {
                 lat_p999_us: mean_sd(&col(|m| m.lat_p999_us)).0,
                 ratio_to_none: ratio,
                 ratio_sd,
+                counterpart,
+                ratio_to_counterpart,
+                counterpart_sd,
             });
         }
     }
@@ -457,7 +486,7 @@ pub fn table_markdown(res: &ResultsFile) -> String {
                 .map(|d| d.path.as_str())
                 .unwrap_or("?");
             s.push_str(&format!(
-                "\n#### {} ({}) — {}\n\n| scheduler | IOPS (mean ± sd) | MB/s | p50 µs | p99 µs | p99.9 µs | IOPS vs none |\n|---|---:|---:|---:|---:|---:|---:|\n",
+                "\n#### {} ({}) — {}\n\n| scheduler | IOPS (mean ± sd) | MB/s | p50 µs | p99 µs | p99.9 µs | IOPS vs none | IOPS vs C counterpart |\n|---|---:|---:|---:|---:|---:|---:|---:|\n",
                 row.device, path, row.workload
             ));
             last = Some(k);
@@ -466,13 +495,21 @@ pub fn table_markdown(res: &ResultsFile) -> String {
             (Some(r), Some(sd)) => format!("{} ± {}", f(r, 2), f(sd, 2)),
             _ => "-".into(),
         };
+        let vs_c = match (
+            &row.counterpart,
+            row.ratio_to_counterpart,
+            row.counterpart_sd,
+        ) {
+            (Some(c), Some(r), Some(sd)) => format!("{} ± {} ({c})", f(r, 2), f(sd, 2)),
+            _ => "".into(),
+        };
         let failed = if row.failed > 0 {
             format!(" ({} of {} runs failed)", row.failed, row.runs)
         } else {
             String::new()
         };
         s.push_str(&format!(
-            "| {}{} | {} ± {} | {} | {} | {} | {} | {} |\n",
+            "| {}{} | {} ± {} | {} | {} | {} | {} | {} | {} |\n",
             row.scheduler,
             failed,
             kiops(row.iops_mean),
@@ -481,7 +518,8 @@ pub fn table_markdown(res: &ResultsFile) -> String {
             f(row.lat_p50_us, 0),
             f(row.lat_p99_us, 0),
             f(row.lat_p999_us, 0),
-            ratio
+            ratio,
+            vs_c
         ));
     }
     s
@@ -554,14 +592,43 @@ mod tests {
         let rs = vec![
             mk(0, "none", 100.0),
             mk(0, "bfq", 50.0),
+            mk(0, "rust-bfq", 75.0),
             mk(1, "none", 200.0),
             mk(1, "bfq", 120.0),
+            mk(1, "rust-bfq", 120.0),
+            mk(1, "rust-deadline", 10.0),
         ];
-        let scheds = vec!["none".to_string(), "bfq".to_string()];
+        let scheds: Vec<String> = ["none", "bfq", "rust-bfq", "rust-deadline"]
+            .map(String::from)
+            .to_vec();
         let s = summarize(&rs, &scheds);
         let bfq = s.iter().find(|x| x.scheduler == "bfq").unwrap();
         assert!((bfq.ratio_to_none.unwrap() - 0.55).abs() < 1e-9);
         assert_eq!(bfq.runs, 2);
+        assert_eq!(bfq.counterpart, None);
+        let rb = s.iter().find(|x| x.scheduler == "rust-bfq").unwrap();
+        assert_eq!(rb.counterpart.as_deref(), Some("bfq"));
+        assert!((rb.ratio_to_counterpart.unwrap() - 1.25).abs() < 1e-9);
+        // Ratios 1.5 and 1.0: sample standard deviation sqrt(0.125).
+        assert!((rb.counterpart_sd.unwrap() - 0.125f64.sqrt()).abs() < 1e-9);
+        // No C counterpart measured: no ratio.
+        let rd = s.iter().find(|x| x.scheduler == "rust-deadline").unwrap();
+        assert_eq!(rd.counterpart, None);
+        assert_eq!(rd.ratio_to_counterpart, None);
+    }
+
+    #[test]
+    fn counterparts_prefer_the_mq_name() {
+        let s: Vec<String> = ["none", "mq-deadline", "bfq", "rust-deadline", "rust-bfq"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(
+            counterpart("rust-deadline", &s).as_deref(),
+            Some("mq-deadline")
+        );
+        assert_eq!(counterpart("rust-bfq", &s).as_deref(), Some("bfq"));
+        assert_eq!(counterpart("bfq", &s), None);
+        assert_eq!(counterpart("rust-kyber", &s), None);
     }
 
     #[test]

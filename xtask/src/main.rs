@@ -701,13 +701,16 @@ fn rerender(path: &Path) -> Result<()> {
         note(&format!("wrote {}", dir.join("report.md").display()));
         return Ok(());
     }
-    let res: bench::ResultsFile = serde_json::from_str(&text).with_context(|| {
+    let mut res: bench::ResultsFile = serde_json::from_str(&text).with_context(|| {
         format!(
             "{} is not an {} results file",
             file.display(),
             bench::SCHEMA
         )
     })?;
+    // The summary is derived from the runs: recompute it, so that a report
+    // of an older file has every column this version computes.
+    res.summary = bench::summarize(&res.runs, &res.schedulers);
     report::write(dir, &res)?;
     println!("{}", bench::table_markdown(&res));
     note(&format!("wrote {}", dir.join("report.md").display()));

@@ -164,7 +164,9 @@ pub fn write(dir: &Path, res: &ResultsFile) -> Result<()> {
          order rotated between repeats). \"vs none\" is the mean over repeats of this \
          scheduler's IOPS divided by `none`'s IOPS in the same repeat: compare schedulers \
          by these ratios, not by absolute figures, which move between boots (and under TCG \
-         reflect a slow emulated CPU).\n"
+         reflect a slow emulated CPU). \"vs C counterpart\" pairs a Rust scheduler with \
+         the C one it reimplements (`rust-deadline` with `mq-deadline`, `rust-bfq` with \
+         `bfq`) the same way.\n"
     );
     let failed: Vec<_> = res.runs.iter().filter(|r| !r.ok).collect();
     if !failed.is_empty() {
