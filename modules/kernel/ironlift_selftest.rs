@@ -13,14 +13,14 @@ use kernel::prelude::*;
 // The policy crate's sources, included as the elevator modules include
 // them: at the crate root, so that their `super::` paths name each other.
 #[allow(dead_code, unreachable_pub, missing_docs)]
-#[path = "../policy/src/types.rs"]
-mod types;
-#[allow(dead_code, unreachable_pub, missing_docs)]
 #[path = "../policy/src/deadline.rs"]
 mod deadline;
+#[allow(dead_code, unreachable_pub, missing_docs)]
+#[path = "../policy/src/types.rs"]
+mod types;
 
-use kernel::alloc::{flags::GFP_KERNEL, KVec};
 use deadline::{Deadline, Slot};
+use kernel::alloc::{flags::GFP_KERNEL, KVec};
 use types::{
     parse_sysfs_in_range, parse_sysfs_int, Dispatch, IoPrio, Op, Policy, PrioClass, RequestDesc,
     TunableError,
@@ -112,10 +112,7 @@ fn deadline_scenario() -> bool {
         && dd.tunable("read_expire") == Ok(500)
         && dd.set_tunable("read_expire", "250\n").is_ok()
         && dd.tunable("read_expire") == Ok(250);
-    ok_order
-        && !dd.has_work()
-        && dd.dispatch(20) == Dispatch::Empty
-        && tunables
+    ok_order && !dd.has_work() && dd.dispatch(20) == Dispatch::Empty && tunables
 }
 
 const CHECKS: &[Check] = &[

@@ -45,11 +45,11 @@ use kernel::{c_str, str::CStr};
 // The policy crate's sources, included at the crate root as in every
 // ironlift module, so that their `super::` paths name each other.
 #[allow(dead_code, unreachable_pub, missing_docs)]
-#[path = "../policy/src/types.rs"]
-mod types;
-#[allow(dead_code, unreachable_pub, missing_docs)]
 #[path = "../policy/src/bfq.rs"]
 mod bfq;
+#[allow(dead_code, unreachable_pub, missing_docs)]
+#[path = "../policy/src/types.rs"]
+mod types;
 
 use bfq::{Bfq, IssuerSlot, ReqSlot};
 use types::{Dispatch, IoPrio, IssuerId, MergeProbe, Op, Policy, RequestDesc, TunableError};
@@ -70,8 +70,8 @@ struct RustBfqModule {
 impl kernel::Module for RustBfqModule {
     fn init(module: &'static ThisModule) -> Result<Self> {
         // The sysfs files must be the policy's tunables, in its order.
-        let probe = Bfq::new([ReqSlot::default(); 1], [IssuerSlot::default(); 1])
-            .map_err(|_| EINVAL)?;
+        let probe =
+            Bfq::new([ReqSlot::default(); 1], [IssuerSlot::default(); 1]).map_err(|_| EINVAL)?;
         let names = probe.tunables();
         if names.len() != TUNABLES.len()
             || names
@@ -272,8 +272,7 @@ impl Elevator for RustBfq {
         for _ in 0..capacity {
             requests.push(None, GFP_KERNEL)?;
         }
-        let mut policy =
-            Bfq::new(ReqSlots(slots), IssuerSlots(issuers)).map_err(|_| EINVAL)?;
+        let mut policy = Bfq::new(ReqSlots(slots), IssuerSlots(issuers)).map_err(|_| EINVAL)?;
         policy.set_nonrotational(!queue.is_rotational());
         let shared = RustBfq {
             depth_limits: Default::default(),
@@ -381,7 +380,9 @@ impl Elevator for RustBfq {
     fn exit_icq(&self, locked: &mut Locked, icq: &IoCq) {
         let w = icq.private();
         if w != ICQ_UNASSIGNED && w != ICQ_SHARED && w != ICQ_EXITED && w - 1 < ISSUERS - 1 {
-            locked.policy.issuer_exit(w - 1, elevator::blk_time_get_ns());
+            locked
+                .policy
+                .issuer_exit(w - 1, elevator::blk_time_get_ns());
         }
         // Requests the context still allocates go to the shared slot: its
         // own may be handed to another context once drained.

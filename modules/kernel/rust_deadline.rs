@@ -40,14 +40,14 @@ use kernel::{c_str, str::CStr};
 // The policy crate's sources, included at the crate root as in every
 // ironlift module, so that their `super::` paths name each other.
 #[allow(dead_code, unreachable_pub, missing_docs)]
-#[path = "../policy/src/types.rs"]
-mod types;
+#[path = "../policy/src/completions.rs"]
+mod completions;
 #[allow(dead_code, unreachable_pub, missing_docs)]
 #[path = "../policy/src/deadline.rs"]
 mod deadline;
 #[allow(dead_code, unreachable_pub, missing_docs)]
-#[path = "../policy/src/completions.rs"]
-mod completions;
+#[path = "../policy/src/types.rs"]
+mod types;
 
 use completions::{words_for, CompletionLog};
 use deadline::{Deadline, Slot};

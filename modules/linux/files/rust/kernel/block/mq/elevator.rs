@@ -213,7 +213,8 @@ impl LockContext for ProcessContext {
 }
 
 /// The lock type of an elevator's per-queue state.
-type ElevatorLock<T> = Lock<<T as Elevator>::Locked, <<T as Elevator>::LockContext as LockContext>::Backend>;
+type ElevatorLock<T> =
+    Lock<<T as Elevator>::Locked, <<T as Elevator>::LockContext as LockContext>::Backend>;
 
 // ---- views -------------------------------------------------------------
 
@@ -1063,7 +1064,9 @@ impl<T: Elevator> Iterator for Insertion<'_, T> {
             RequestRef::from_raw(rq).set_held_state(RQ_HELD);
             // Writers hold the lock: no read-modify-write needed.
             let held = self.data.held.load(Ordering::Relaxed);
-            self.data.held.store(held.wrapping_add(1), Ordering::Relaxed);
+            self.data
+                .held
+                .store(held.wrapping_add(1), Ordering::Relaxed);
             // INVARIANT: The request was just taken off the insertion list,
             // so this is its only handle, and it is held.
             Some(Request {
