@@ -387,6 +387,12 @@ impl Elevator for RustBfq {
         // Requests the context still allocates go to the shared slot: its
         // own may be handed to another context once drained.
         icq.set_private(ICQ_EXITED);
+        if locked.policy.has_work() {
+            // As bfq_exit_bfqq(): the device may have been idling for the
+            // exiting process; the policy stopped that, so run the queue now
+            // rather than when the idle timer fires.
+            icq.queue().run_hw_queues_async();
+        }
         self.refresh(locked);
     }
 

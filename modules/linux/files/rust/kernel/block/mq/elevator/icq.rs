@@ -19,7 +19,7 @@
 //! inserted after `exit_icq` (they were allocated before the process went
 //! away): a scheduler must not assume otherwise.
 
-use super::{Elevator, ElevatorData, RequestRef, Vtable};
+use super::{Elevator, ElevatorData, Queue, RequestRef, Vtable};
 use crate::{bindings, types::Opaque};
 use core::sync::atomic::{AtomicUsize, Ordering};
 
@@ -61,6 +61,15 @@ impl IoCq {
     /// Sets the scheduler's word.
     pub fn set_private(&self, value: usize) {
         self.word().store(value, Ordering::Relaxed);
+    }
+
+    /// The queue this context belongs to (`icq->q`), e.g. to run it when
+    /// [`Elevator::exit_icq`] ends an idle wait for the exiting process.
+    pub fn queue(&self) -> &Queue {
+        // SAFETY: `icq.q` is set when the icq is created and never changes;
+        // the queue outlives its icqs (the elevator exits them before it
+        // detaches, and the queue before it is freed).
+        unsafe { Queue::from_raw((*self.0.get()).icq.q) }
     }
 }
 
