@@ -79,7 +79,10 @@ use crate::{
     pin_init,
     prelude::*,
     str::CStr,
-    sync::lock::{spinlock::SpinLockBackend, Backend, Guard, Lock},
+    sync::{
+        lock::{spinlock::SpinLockBackend, Backend, Guard, Lock},
+        LockClassKey,
+    },
     types::Opaque,
     ThisModule,
 };
@@ -182,6 +185,14 @@ pub trait LockContext: sealed::Sealed {
     type Backend: Backend<State = bindings::spinlock_t>;
     /// Whether the lock may be taken in interrupt context.
     const IRQ: bool;
+
+    /// The lockdep name and class of the lock. One per lock context, not
+    /// per elevator: a static in the generic `init_sched` would be a single
+    /// class for every elevator (lockdep would then see one class taken
+    /// both with and without interrupts disabled), and a name literal
+    /// there would be copied into each module (lockdep warns about one
+    /// key with several names).
+    fn lock_class() -> (&'static CStr, &'static LockClassKey);
 }
 
 /// The elevator lock is taken with `spin_lock_irqsave()`, so that the
@@ -205,11 +216,21 @@ impl sealed::Sealed for ProcessContext {}
 impl LockContext for IrqSafe {
     type Backend = IrqSaveSpinLockBackend;
     const IRQ: bool = true;
+
+    fn lock_class() -> (&'static CStr, &'static LockClassKey) {
+        static NAME: &CStr = c_str!("elevator_data::lock(irqsafe)");
+        (NAME, crate::static_lock_class!())
+    }
 }
 
 impl LockContext for ProcessContext {
     type Backend = SpinLockBackend;
     const IRQ: bool = false;
+
+    fn lock_class() -> (&'static CStr, &'static LockClassKey) {
+        static NAME: &CStr = c_str!("elevator_data::lock");
+        (NAME, crate::static_lock_class!())
+    }
 }
 
 /// The lock type of an elevator's per-queue state.
@@ -1343,8 +1364,8 @@ impl<T: Elevator> Vtable<T> {
                     shared,
                     lock <- Lock::new(
                         locked,
-                        c_str!("elevator_data::lock"),
-                        crate::static_lock_class!(),
+                        T::LockContext::lock_class().0,
+                        T::LockContext::lock_class().1,
                     ),
                     merge: UnsafeCell::new(MergeCtx {
                         locked: ptr::null_mut(),
