@@ -50,9 +50,13 @@ mod bfq;
 #[allow(dead_code, unreachable_pub, missing_docs)]
 #[path = "../policy/src/types.rs"]
 mod types;
+// Shared with the other elevator module; not all of it is used by each.
+#[allow(dead_code)]
+mod handles;
 
 use bfq::{Bfq, IssuerSlot, ReqSlot};
-use types::{Dispatch, IoPrio, IssuerId, MergeProbe, Op, Policy, RequestDesc, TunableError};
+use handles::{policy_op, Handles};
+use types::{Dispatch, IoPrio, IssuerId, Op, Policy, RequestDesc, TunableError};
 
 module! {
     type: RustBfqModule,
@@ -146,7 +150,7 @@ impl AsMut<[IssuerSlot]> for IssuerSlots {
 struct Locked {
     policy: Bfq<ReqSlots, IssuerSlots>,
     /// The handle of each queued request, by scheduler index.
-    requests: KVVec<Option<Request>>,
+    requests: Handles,
     /// Where the search for a free issuer slot starts.
     next_issuer: usize,
 }
@@ -158,17 +162,6 @@ struct RustBfq {
     depth_limits: [AtomicU32; 4],
     /// The scheduler tags per hardware queue (`nr_requests`).
     nr_requests: AtomicU32,
-}
-
-/// The policy's view of a block-layer operation.
-fn policy_op(op: ReqOp) -> Op {
-    match op {
-        ReqOp::Read => Op::Read,
-        ReqOp::Flush => Op::Flush,
-        ReqOp::Discard => Op::Discard,
-        // Writes, write-zeroes and the rest are writes (`rq_data_dir()`).
-        _ => Op::Write,
-    }
 }
 
 fn limit_index(read: bool, sync: bool) -> usize {
@@ -203,12 +196,6 @@ impl RustBfq {
 }
 
 impl Locked {
-    /// The handle slot of a request, if it has a scheduler index.
-    fn slot(&mut self, rq: &RequestRef) -> Option<(usize, &mut Option<Request>)> {
-        let index = rq.sched_index()?;
-        self.requests.get_mut(index).map(|slot| (index, slot))
-    }
-
     /// The shared issuer slot.
     fn shared(&self) -> IssuerId {
         ISSUERS - 1
@@ -268,10 +255,7 @@ impl Elevator for RustBfq {
         slots.extend_with(capacity, ReqSlot::default(), GFP_KERNEL)?;
         let mut issuers = KVVec::with_capacity(ISSUERS, GFP_KERNEL)?;
         issuers.extend_with(ISSUERS, IssuerSlot::default(), GFP_KERNEL)?;
-        let mut requests = KVVec::with_capacity(capacity, GFP_KERNEL)?;
-        for _ in 0..capacity {
-            requests.push(None, GFP_KERNEL)?;
-        }
+        let requests = Handles::new(capacity)?;
         let mut policy = Bfq::new(ReqSlots(slots), IssuerSlots(issuers)).map_err(|_| EINVAL)?;
         policy.set_nonrotational(!queue.is_rotational());
         let shared = RustBfq {
@@ -311,7 +295,7 @@ impl Elevator for RustBfq {
             if !at_head {
                 requests.add_merge_candidate(&rq);
             }
-            let Some((tag, slot)) = locked.slot(&rq) else {
+            let Some((tag, slot)) = locked.requests.slot(&rq) else {
                 // Cannot happen: every scheduler request has an index below
                 // the bound. Dropping the handle reports it.
                 drop(rq);
@@ -334,7 +318,7 @@ impl Elevator for RustBfq {
         let rq = loop {
             match locked.policy.dispatch(now) {
                 Dispatch::Request(tag) => {
-                    if let Some(rq) = locked.requests.get_mut(tag).and_then(Option::take) {
+                    if let Some(rq) = locked.requests.take(tag) {
                         break Some(rq);
                     }
                     // The policy named a tag without a request: skip it.
@@ -401,21 +385,11 @@ impl Elevator for RustBfq {
     }
 
     fn request_merge<'a>(&self, locked: &'a mut Locked, bio: &Bio) -> Option<&'a RequestRef> {
-        let probe = MergeProbe {
-            bio_end: bio.end_sector(),
-            op: policy_op(bio.opf().op()),
-            prio: IoPrio::from_kernel(bio.ioprio()),
-        };
-        let tag = locked.policy.front_merge_candidate(&probe)?;
-        locked.requests.get(tag)?.as_deref()
+        locked.requests.front_merge_candidate(&locked.policy, bio)
     }
 
     fn request_merged(&self, locked: &mut Locked, rq: &RequestRef, kind: MergeKind) {
-        if kind == MergeKind::Front {
-            if let Some(tag) = rq.sched_index() {
-                locked.policy.front_merged(tag, rq.sector(), rq.sectors());
-            }
-        }
+        handles::request_merged(&mut locked.policy, rq, kind);
     }
 
     fn requests_merged(
@@ -424,16 +398,7 @@ impl Elevator for RustBfq {
         into: &RequestRef,
         next: &RequestRef,
     ) -> Option<Request> {
-        let into = into.sched_index()?;
-        let (tag, slot) = locked.slot(next)?;
-        // Only give back the handle if it is `next`'s (for the request being
-        // inserted, the slot is empty).
-        let handle = match slot {
-            Some(held) if core::ptr::eq::<RequestRef>(&**held, next) => slot.take(),
-            _ => None,
-        };
-        locked.policy.requests_merged(into, tag);
-        handle
+        locked.requests.merged_away(&mut locked.policy, into, next)
     }
 
     fn limit_depth(&self, opf: OpFlags) -> Option<u32> {

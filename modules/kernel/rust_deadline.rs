@@ -32,7 +32,7 @@
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use kernel::block::mq::elevator::{
     self, Bio, BioMerge, DepthUpdate, Elevator, HwQueue, Insertion, LockOnDemand, MergeKind,
-    OpFlags, Queue, ReqOp, Request, RequestRef,
+    OpFlags, Queue, Request, RequestRef,
 };
 use kernel::prelude::*;
 use kernel::{c_str, str::CStr};
@@ -48,10 +48,14 @@ mod deadline;
 #[allow(dead_code, unreachable_pub, missing_docs)]
 #[path = "../policy/src/types.rs"]
 mod types;
+// Shared with the other elevator module; not all of it is used by each.
+#[allow(dead_code)]
+mod handles;
 
 use completions::{words_for, CompletionLog};
 use deadline::{Deadline, Slot};
-use types::{Dispatch, IoPrio, MergeProbe, Op, Policy, RequestDesc, TunableError};
+use handles::{policy_op, Handles};
+use types::{Dispatch, IoPrio, Op, Policy, RequestDesc, TunableError};
 
 module! {
     type: RustDeadlineModule,
@@ -125,7 +129,7 @@ impl AsRef<[AtomicU64]> for Words {
 struct Locked {
     policy: Deadline<Slots>,
     /// The handle of each queued request, by scheduler index.
-    requests: KVVec<Option<Request>>,
+    requests: Handles,
 }
 
 /// The per-queue state read without the lock.
@@ -135,17 +139,6 @@ struct RustDeadline {
     depth_limits: [AtomicU32; 8],
     /// Scheduler indexes completed since the policy last heard.
     completions: CompletionLog<Words>,
-}
-
-/// The policy's view of a block-layer operation.
-fn policy_op(op: ReqOp) -> Op {
-    match op {
-        ReqOp::Read => Op::Read,
-        ReqOp::Flush => Op::Flush,
-        ReqOp::Discard => Op::Discard,
-        // Writes, write-zeroes and the rest are writes (`rq_data_dir()`).
-        _ => Op::Write,
-    }
 }
 
 const OPS: [Op; 4] = [Op::Read, Op::Write, Op::Flush, Op::Discard];
@@ -181,14 +174,6 @@ impl RustDeadline {
     }
 }
 
-impl Locked {
-    /// The handle slot of a request, if it has a scheduler index.
-    fn slot(&mut self, rq: &RequestRef) -> Option<(usize, &mut Option<Request>)> {
-        let index = rq.sched_index()?;
-        self.requests.get_mut(index).map(|slot| (index, slot))
-    }
-}
-
 fn tunable_error(_: TunableError) -> Error {
     EINVAL
 }
@@ -205,10 +190,7 @@ impl Elevator for RustDeadline {
         let capacity = queue.sched_index_bound();
         let mut slots = KVVec::with_capacity(capacity, GFP_KERNEL)?;
         slots.extend_with(capacity, Slot::default(), GFP_KERNEL)?;
-        let mut requests = KVVec::with_capacity(capacity, GFP_KERNEL)?;
-        for _ in 0..capacity {
-            requests.push(None, GFP_KERNEL)?;
-        }
+        let requests = Handles::new(capacity)?;
         let mut words = KVVec::with_capacity(words_for(capacity), GFP_KERNEL)?;
         for _ in 0..words_for(capacity) {
             words.push(AtomicU64::new(0), GFP_KERNEL)?;
@@ -248,7 +230,7 @@ impl Elevator for RustDeadline {
             if !at_head {
                 requests.add_merge_candidate(&rq);
             }
-            let Some((tag, slot)) = locked.slot(&rq) else {
+            let Some((tag, slot)) = locked.requests.slot(&rq) else {
                 // Cannot happen: every scheduler request has an index below
                 // the bound. Dropping the handle reports it.
                 drop(rq);
@@ -271,7 +253,7 @@ impl Elevator for RustDeadline {
         loop {
             match locked.policy.dispatch(now) {
                 Dispatch::Request(tag) => {
-                    if let Some(rq) = locked.requests.get_mut(tag).and_then(Option::take) {
+                    if let Some(rq) = locked.requests.take(tag) {
                         return Some(rq);
                     }
                     // The policy named a tag without a request: skip it.
@@ -295,21 +277,11 @@ impl Elevator for RustDeadline {
     }
 
     fn request_merge<'a>(&self, locked: &'a mut Locked, bio: &Bio) -> Option<&'a RequestRef> {
-        let probe = MergeProbe {
-            bio_end: bio.end_sector(),
-            op: policy_op(bio.opf().op()),
-            prio: IoPrio::from_kernel(bio.ioprio()),
-        };
-        let tag = locked.policy.front_merge_candidate(&probe)?;
-        locked.requests.get(tag)?.as_deref()
+        locked.requests.front_merge_candidate(&locked.policy, bio)
     }
 
     fn request_merged(&self, locked: &mut Locked, rq: &RequestRef, kind: MergeKind) {
-        if kind == MergeKind::Front {
-            if let Some(tag) = rq.sched_index() {
-                locked.policy.front_merged(tag, rq.sector(), rq.sectors());
-            }
-        }
+        handles::request_merged(&mut locked.policy, rq, kind);
     }
 
     fn requests_merged(
@@ -318,16 +290,7 @@ impl Elevator for RustDeadline {
         into: &RequestRef,
         next: &RequestRef,
     ) -> Option<Request> {
-        let into = into.sched_index()?;
-        let (tag, slot) = locked.slot(next)?;
-        // Only give back the handle if it is `next`'s (for the request being
-        // inserted, the slot is empty).
-        let handle = match slot {
-            Some(held) if core::ptr::eq::<RequestRef>(&**held, next) => slot.take(),
-            _ => None,
-        };
-        locked.policy.requests_merged(into, tag);
-        handle
+        locked.requests.merged_away(&mut locked.policy, into, next)
     }
 
     fn limit_depth(&self, opf: OpFlags) -> Option<u32> {

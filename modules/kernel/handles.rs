@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What `rust-deadline` and `rust-bfq` share between the elevator
+//! abstraction and a policy of the policy crate: the owned [`Request`]
+//! handles by scheduler index (the policy names requests by that index),
+//! and the merge hooks, which only translate between the two.
+
+use super::types::{IoPrio, MergeProbe, Op, Policy};
+use kernel::block::mq::elevator::{Bio, MergeKind, ReqOp, Request, RequestRef};
+use kernel::prelude::*;
+
+/// The policy's view of a block-layer operation.
+pub(crate) fn policy_op(op: ReqOp) -> Op {
+    match op {
+        ReqOp::Read => Op::Read,
+        ReqOp::Flush => Op::Flush,
+        ReqOp::Discard => Op::Discard,
+        // Writes, write-zeroes and the rest are writes (`rq_data_dir()`).
+        _ => Op::Write,
+    }
+}
+
+/// The handle of each request the scheduler holds, by scheduler index.
+pub(crate) struct Handles(KVVec<Option<Request>>);
+
+impl Handles {
+    /// Room for `capacity` scheduler indexes, all empty.
+    pub(crate) fn new(capacity: usize) -> Result<Self> {
+        let mut v = KVVec::with_capacity(capacity, GFP_KERNEL)?;
+        for _ in 0..capacity {
+            v.push(None, GFP_KERNEL)?;
+        }
+        Ok(Handles(v))
+    }
+
+    /// How many scheduler indexes there is room for.
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// The handle slot of a request, if it has a scheduler index.
+    pub(crate) fn slot(&mut self, rq: &RequestRef) -> Option<(usize, &mut Option<Request>)> {
+        let index = rq.sched_index()?;
+        self.0.get_mut(index).map(|slot| (index, slot))
+    }
+
+    /// Takes the handle the policy dispatched, if there is one.
+    pub(crate) fn take(&mut self, tag: usize) -> Option<Request> {
+        self.0.get_mut(tag).and_then(Option::take)
+    }
+
+    /// `request_merge`: the held request `bio` could be front-merged into,
+    /// as the policy chooses it.
+    pub(crate) fn front_merge_candidate(
+        &self,
+        policy: &impl Policy,
+        bio: &Bio,
+    ) -> Option<&RequestRef> {
+        let probe = MergeProbe {
+            bio_end: bio.end_sector(),
+            op: policy_op(bio.opf().op()),
+            prio: IoPrio::from_kernel(bio.ioprio()),
+        };
+        let tag = policy.front_merge_candidate(&probe)?;
+        self.0.get(tag)?.as_deref()
+    }
+
+    /// `requests_merged`: `next` was merged into `into`; the policy forgets
+    /// it, and its handle is given back. Only `next`'s own handle is (for
+    /// the request being inserted, the slot is empty).
+    pub(crate) fn merged_away(
+        &mut self,
+        policy: &mut impl Policy,
+        into: &RequestRef,
+        next: &RequestRef,
+    ) -> Option<Request> {
+        let into = into.sched_index()?;
+        let (tag, slot) = self.slot(next)?;
+        let handle = match slot {
+            Some(held) if core::ptr::eq::<RequestRef>(&**held, next) => slot.take(),
+            _ => None,
+        };
+        policy.requests_merged(into, tag);
+        handle
+    }
+}
+
+/// `request_merged`: a bio was merged into `rq`; a front merge moved its
+/// start sector, which the policy sorts by.
+pub(crate) fn request_merged(policy: &mut impl Policy, rq: &RequestRef, kind: MergeKind) {
+    if kind == MergeKind::Front {
+        if let Some(tag) = rq.sched_index() {
+            policy.front_merged(tag, rq.sector(), rq.sectors());
+        }
+    }
+}
