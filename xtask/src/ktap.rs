@@ -343,21 +343,47 @@ const TROUBLE: &[&str] = &[
     "panicked at",
 ];
 
-/// Lines of the console that report kernel trouble, each with a few lines
-/// of context after it.
+/// How many console lines a report may take before it is cut.
+const REPORT_MAX_LINES: usize = 80;
+
+/// Reports of kernel trouble on the console, each one whole (from its first
+/// line to the kernel's end marker, the next test's marker, or
+/// [`REPORT_MAX_LINES`]) and headed by when it happened: during boot, or
+/// during which in-guest test (the guest's `IRONLIFT: test N: name` lines).
 pub fn console_problems(console: &str) -> Vec<String> {
     let all: Vec<&str> = console.lines().map(clean).collect();
     let mut out = Vec::new();
+    let mut during = "during boot, before the first test".to_string();
     let mut i = 0;
     while i < all.len() {
         let l = all[i];
-        if TROUBLE.iter().any(|t| l.contains(t)) {
-            let end = (i + 6).min(all.len());
-            out.push(all[i..end].join("\n"));
-            i = end;
-        } else {
+        if let Some(t) = l.strip_prefix("IRONLIFT: test ") {
+            during = format!("during test {t}");
             i += 1;
+            continue;
         }
+        if !TROUBLE.iter().any(|t| l.contains(t)) {
+            i += 1;
+            continue;
+        }
+        let mut end = i + 1;
+        while end < all.len() && end - i < REPORT_MAX_LINES {
+            let e = all[end];
+            if e.starts_with("IRONLIFT: test ") {
+                break;
+            }
+            end += 1;
+            // KASAN and kmemleak close with a rule, WARN/BUG with an end trace.
+            if e.starts_with("---[ end trace") || (e.len() > 20 && e.bytes().all(|b| b == b'=')) {
+                break;
+            }
+        }
+        let mut block = format!("({during})\n{}", all[i..end].join("\n"));
+        if end - i == REPORT_MAX_LINES {
+            block.push_str("\n[... cut; the whole report is in the console log]");
+        }
+        out.push(block);
+        i = end;
     }
     out
 }
@@ -488,6 +514,22 @@ mod tests {
         assert_eq!(p.len(), 2, "{p:#?}");
         assert!(p[0].contains("BUG: kernel NULL pointer dereference"));
         assert!(p[1].contains("WARNING: CPU: 1 PID: 63"));
+        // Each report is whole and says when it happened.
+        assert!(p[0].starts_with("(during boot"), "{}", p[0]);
+        assert!(p[0].contains("__blk_mq_sched_dispatch_requests"), "{}", p[0]);
+        assert!(!p[0].contains("IRONLIFT"), "{}", p[0]);
+        assert!(p[1].starts_with("(during test 2: write_verify)"), "{}", p[1]);
+    }
+
+    #[test]
+    fn kasan_report_is_kept_whole_up_to_its_rule() {
+        let p = console_problems(&canned("kasan-console.log"));
+        assert_eq!(p.len(), 1, "{p:#?}");
+        assert!(p[0].starts_with("(during boot"), "{}", p[0]);
+        assert!(p[0].contains("BUG: KASAN: wild-memory-access"), "{}", p[0]);
+        // The frames past the first few lines are what says where it came from.
+        assert!(p[0].contains("identify_boot_cpu"), "{}", p[0]);
+        assert!(!p[0].contains("Freeing unused"), "{}", p[0]);
     }
 
     #[test]
