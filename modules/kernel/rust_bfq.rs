@@ -20,8 +20,9 @@
 //!   the policy frees the slot once the context's requests are done.
 //! - Weights come from the requests' I/O priority (`ionice`), mapped as
 //!   `bfq_ioprio_to_weight()` does: `(8 - level) * 10`.
-//! - Idling: [`Dispatch::IdleUntil`] arms a delayed run of the hardware
-//!   queues (`blk_mq_delay_run_hw_queues()`, millisecond resolution); a
+//! - Idling: [`Dispatch::IdleUntil`] is handed to the abstraction through
+//!   [`Elevator::rerun_at`], whose hrtimer runs the hardware queues when
+//!   the idle slice ends (BFQ's `idle_slice_timer`); a
 //!   request arriving earlier runs the queue anyway (the block layer does
 //!   after every insertion), and an early or late run just asks the policy
 //!   again. A completion that leaves nothing in flight while requests wait
@@ -153,6 +154,9 @@ struct Locked {
     requests: Handles,
     /// Where the search for a free issuer slot starts.
     next_issuer: usize,
+    /// The end of the idle period the last `dispatch_request` chose, for
+    /// [`Elevator::rerun_at`].
+    idle_until: Option<u64>,
 }
 
 /// The per-queue state read without the lock.
@@ -266,6 +270,7 @@ impl Elevator for RustBfq {
             policy,
             requests,
             next_issuer: 0,
+            idle_until: None,
         };
         shared.refresh(&locked);
         Ok((shared, locked))
@@ -313,7 +318,7 @@ impl Elevator for RustBfq {
         self.refresh(locked);
     }
 
-    fn dispatch_request(&self, locked: &mut Locked, hctx: &HwQueue) -> Option<Request> {
+    fn dispatch_request(&self, locked: &mut Locked, _hctx: &HwQueue) -> Option<Request> {
         let now = elevator::blk_time_get_ns();
         let rq = loop {
             match locked.policy.dispatch(now) {
@@ -324,18 +329,24 @@ impl Elevator for RustBfq {
                     // The policy named a tag without a request: skip it.
                 }
                 Dispatch::IdleUntil(until) => {
-                    // Run the queue when the idle slice ends (rounded up to
-                    // the timer's millisecond); a request arriving earlier
-                    // runs it anyway.
-                    let ms = until.saturating_sub(now).div_ceil(1_000_000).max(1);
-                    hctx.queue().delay_run_hw_queues(ms);
+                    // `rerun_at` arms the abstraction's hrtimer for the end
+                    // of the idle slice; a request arriving earlier runs the
+                    // queue anyway.
+                    locked.idle_until = Some(until);
                     break None;
                 }
-                Dispatch::Empty => break None,
+                Dispatch::Empty => {
+                    locked.idle_until = None;
+                    break None;
+                }
             }
         };
         self.refresh(locked);
         rq
+    }
+
+    fn rerun_at(&self, locked: &Locked) -> Option<u64> {
+        locked.idle_until
     }
 
     fn finish_request(&self, rq: &RequestRef, lock: LockOnDemand<'_, Self>) {

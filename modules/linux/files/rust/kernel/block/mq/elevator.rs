@@ -750,6 +750,19 @@ pub trait Elevator: Sized + Send + Sync + 'static {
     /// the queue again on the next completion or insertion).
     fn dispatch_request(&self, locked: &mut Self::Locked, hctx: &HwQueue) -> Option<Request>;
 
+    /// When to run the hardware queues again after `dispatch_request`
+    /// returned `None` although requests wait: an idling scheduler's end of
+    /// idle (C BFQ's `idle_slice_timer`). Called with the lock held right
+    /// after such a `dispatch_request`. `Some(t)`: the abstraction runs the
+    /// queues at `t` (nanoseconds on [`ktime_get_ns`]'s clock, which
+    /// [`blk_time_get_ns`] reads too) from a per-queue hrtimer, which each
+    /// answer re-arms; a request or completion arriving earlier runs them
+    /// anyway. Not implemented or `None`: the block layer's own rerun after
+    /// an empty dispatch (3 ms, `BLK_MQ_BUDGET_DELAY`) is all there is.
+    fn rerun_at(&self, _locked: &Self::Locked) -> Option<u64> {
+        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+    }
+
     /// Whether requests wait in the scheduler. Called without the lock, from
     /// any context. If not implemented, the abstraction answers from the
     /// number of request handles the scheduler holds.
@@ -896,6 +909,10 @@ struct ElevatorData<T: Elevator> {
     /// read without it by `has_work`.
     held: AtomicUsize,
     queue: *mut bindings::request_queue,
+    /// Runs the hardware queues at the time [`Elevator::rerun_at`] asked
+    /// for. Set up in `init_sched`, cancelled in `exit_sched`.
+    #[pin]
+    rerun: Opaque<bindings::hrtimer>,
 }
 
 impl<T: Elevator> ElevatorData<T> {
@@ -1358,21 +1375,30 @@ impl<T: Elevator> Vtable<T> {
         }
         // SAFETY: `q` is live for the duration of the call.
         let queue = unsafe { Queue::from_raw(q) };
+        let (lock_name, lock_key) = T::LockContext::lock_class();
         let data = T::init(queue).and_then(|(shared, locked)| {
             KBox::pin_init(
                 pin_init!(ElevatorData::<T> {
                     shared,
-                    lock <- Lock::new(
-                        locked,
-                        T::LockContext::lock_class().0,
-                        T::LockContext::lock_class().1,
-                    ),
+                    lock <- Lock::new(locked, lock_name, lock_key),
                     merge: UnsafeCell::new(MergeCtx {
                         locked: ptr::null_mut(),
                         incoming: ptr::null_mut(),
                     }),
                     held: AtomicUsize::new(0),
                     queue: q,
+                    // SAFETY: `slot` is the timer's final, pinned place;
+                    // `hrtimer_init()` initialises it completely.
+                    rerun <- unsafe {
+                        Opaque::ffi_init(|slot: *mut bindings::hrtimer| {
+                            bindings::hrtimer_init(
+                                slot,
+                                bindings::CLOCK_MONOTONIC as bindings::clockid_t,
+                                bindings::hrtimer_mode_HRTIMER_MODE_ABS,
+                            );
+                            (*slot).function = Some(Self::rerun_timer);
+                        })
+                    },
                 }),
                 GFP_KERNEL,
             )
@@ -1416,9 +1442,32 @@ impl<T: Elevator> Vtable<T> {
                 held
             );
         }
+        // SAFETY: The timer was initialised in `init_sched`. No hook runs
+        // any more, so nothing arms it again; after `hrtimer_cancel()` its
+        // callback is not running either and the data can go.
+        unsafe { bindings::hrtimer_cancel(data.rerun.get()) };
         // SAFETY: No hook runs any more; forget the pointer before freeing.
         unsafe { (*e).elevator_data = ptr::null_mut() };
         drop(data);
+    }
+
+    /// The rerun timer's callback, in hard-IRQ context.
+    ///
+    /// # Safety
+    ///
+    /// Called by the hrtimer core for the `rerun` timer of a live
+    /// `ElevatorData<T>` (`exit_sched` cancels it before freeing).
+    unsafe extern "C" fn rerun_timer(timer: *mut bindings::hrtimer) -> bindings::hrtimer_restart {
+        // SAFETY: `timer` is the `rerun` field of an `ElevatorData<T>`
+        // (safety requirement); `Opaque<T>` is `repr(transparent)`.
+        let data = unsafe {
+            &*container_of!(timer, ElevatorData<T>, rerun)
+        };
+        // SAFETY: The queue is live while its elevator is; with `async` set
+        // the function only queues work, so any context will do (as
+        // `bfq_idle_slice_timer()` does).
+        unsafe { bindings::blk_mq_run_hw_queues(data.queue, true) };
+        bindings::hrtimer_restart_HRTIMER_NORESTART
     }
 
     /// # Safety
@@ -1506,6 +1555,22 @@ impl<T: Elevator> Vtable<T> {
             let mut guard = data.lock.lock();
             loop {
                 let Some(rq) = T::dispatch_request(&data.shared, &mut guard, hw) else {
+                    if T::HAS_RERUN_AT {
+                        if let Some(at) = T::rerun_at(&data.shared, &guard) {
+                            let at = bindings::ktime_t::try_from(at).unwrap_or(bindings::ktime_t::MAX);
+                            // SAFETY: The timer was initialised in
+                            // `init_sched` and is cancelled before the data
+                            // goes; re-arming an armed timer moves it.
+                            unsafe {
+                                bindings::hrtimer_start_range_ns(
+                                    data.rerun.get(),
+                                    at,
+                                    0,
+                                    bindings::hrtimer_mode_HRTIMER_MODE_ABS,
+                                )
+                            };
+                        }
+                    }
                     break ptr::null_mut();
                 };
                 if rq.queue_ptr() != data.queue {
