@@ -39,10 +39,18 @@
 //! also preempts the in-service one when idling for the latter is no
 //! longer worth it.
 //!
+//! Large bursts follow `bfq_handle_burst`: while no queue is busy, or
+//! while a burst is under way, a queue created within 180 ms of the
+//! previous creation joins the burst; from the eighth on, the burst is
+//! large and all its queues (later ones at once) are kept from weight
+//! raising (raised ones end it at their next dispatch). A queue idle for
+//! 10 s past its budget timeout leaves its burst; an exiting one shrinks
+//! it.
+//!
 //! Differences from the C original, on purpose: there are no cgroups, no
 //! queue merging or splitting, no injection (while the device idles for
 //! the in-service queue nothing else is dispatched, where BFQ may inject
-//! requests of other queues), no burst detection, no waker/wakee
+//! requests of other queues), no waker/wakee
 //! detection and no actuator awareness; sync and async requests of one
 //! issuer share that issuer's queue (async requests are charged three
 //! times their size, as BFQ charges async queues), the queue counting as
@@ -122,6 +130,14 @@ const STATS_MIN_BUDGETS: u32 = 194;
 const ASYNC_CHARGE_FACTOR: u64 = 3;
 /// `BFQ_MIN_TT`.
 const MIN_TT: Nanos = 2 * NSEC_PER_MSEC;
+/// `bfq_large_burst_thresh`: queues created this close together make a
+/// large burst.
+const LARGE_BURST_THRESH: usize = 8;
+/// `bfq_burst_interval`: the longest gap between two queue creations of one
+/// burst.
+const BURST_INTERVAL: Nanos = 180 * NSEC_PER_MSEC;
+/// How long after its budget timeout an idle queue leaves its burst.
+const BURST_FORGET: Nanos = 10 * NSEC_PER_SEC;
 /// `BFQQ_SEEK_THR`, sectors.
 const SEEK_THR: Sector = 8 * 100;
 /// `BFQQ_SECT_THR_NONROT`, sectors.
@@ -332,6 +348,10 @@ struct Queue {
     wc_slot: u8,
     /// `BFQQF_just_created`: not yet activated once.
     just_created: bool,
+    /// `BFQQF_in_large_burst`: created in a large burst of queues.
+    in_large_burst: bool,
+    /// On the burst list (BFQ's `burst_list_node` hashed).
+    in_burst_list: bool,
     /// `BFQQF_IO_bound`: busy at least about 80 % of the time.
     io_bound: bool,
     /// `BFQQF_has_short_ttime`.
@@ -393,6 +413,8 @@ impl Default for Queue {
             last_request_pos: 0,
             wc_slot: NO_SLOT,
             just_created: true,
+            in_large_burst: false,
+            in_burst_list: false,
             io_bound: true,
             has_short_ttime: false,
             ttime_samples: 0,
@@ -461,6 +483,9 @@ pub struct IssuerInfo {
     /// Whether the queue counts as I/O bound (`BFQQF_IO_bound`): busy at
     /// least about 80 % of the recent past.
     pub io_bound: bool,
+    /// Whether the queue was created in a large burst of queues
+    /// (`BFQQF_in_large_burst`), which keeps it from weight raising.
+    pub in_large_burst: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -478,6 +503,14 @@ struct State {
     /// `bfqd->busy_queues[]`, per class.
     busy_in_class: [u32; PrioClass::COUNT],
     wr_busy_queues: u32,
+    // Large-burst detection (`bfq_handle_burst`): the queues of the current
+    // burst while it is not large yet (never more than the threshold less
+    // one), its size, whether it is large, and its latest creation.
+    burst_list: [u32; LARGE_BURST_THRESH],
+    burst_len: u8,
+    burst_size: u32,
+    large_burst: bool,
+    last_ins_in_burst: Option<Nanos>,
     /// BFQ's `queue_weights_tree`, flattened: how many active queues that
     /// are not weight-raised have each weight (slot `weight / 10 - 1`),
     /// and a bit per non-empty slot.
@@ -534,6 +567,11 @@ impl State {
             busy_queues: 0,
             busy_in_class: [0; PrioClass::COUNT],
             wr_busy_queues: 0,
+            burst_list: [NIL; LARGE_BURST_THRESH],
+            burst_len: 0,
+            burst_size: 0,
+            large_burst: false,
+            last_ins_in_burst: None,
             weight_count: [0; WEIGHT_SLOTS],
             weight_mask: 0,
             hw_tag: -1,
@@ -764,6 +802,7 @@ where
             seeky: q.seek_history.count_ones() > 19,
             short_think_time: q.has_short_ttime,
             io_bound: q.io_bound,
+            in_large_burst: q.in_large_burst,
         }
     }
 
@@ -1079,6 +1118,27 @@ where
         }
         if total_dispatched != inflight {
             return Err("per-queue in-flight counts");
+        }
+        let len = self.st.burst_len as usize;
+        if len >= LARGE_BURST_THRESH {
+            return Err("burst list as long as the large-burst threshold");
+        }
+        let listed = self
+            .qs
+            .as_ref()
+            .iter()
+            .filter(|s| s.q.in_burst_list)
+            .count();
+        if listed != len
+            || self.st.burst_list[..len].iter().any(|&x| {
+                !self
+                    .qs
+                    .as_ref()
+                    .get(x as usize)
+                    .is_some_and(|s| s.q.in_burst_list && s.q.used)
+            })
+        {
+            return Err("burst list and queue flags disagree");
         }
         Ok(())
     }
@@ -1826,7 +1886,10 @@ impl Ctx<'_> {
             q.wr_start_at_switch_to_srt,
             q.orig_weight,
         );
-        if now > last_wr.saturating_add(q.wr_cur_max_time) {
+        if q.in_large_burst {
+            // Raised before the burst it belongs to turned out large.
+            self.end_wr(qi, now);
+        } else if now > last_wr.saturating_add(q.wr_cur_max_time) {
             let srt_over = srt_switch
                 .map(|t| now > t.saturating_add(self.s.wr_duration()))
                 .unwrap_or(true);
@@ -2267,6 +2330,11 @@ impl Ctx<'_> {
             && self.s.in_service != qi
         {
             self.sync_weight_count(qi);
+            // As bfq_put_queue(): an exiting process no longer counts in
+            // the burst it was created in.
+            if self.burst_list_del(qi) && self.s.burst_size > 0 {
+                self.s.burst_size -= 1;
+            }
             *self.qm(qi) = Queue::default();
         }
     }
@@ -2352,6 +2420,98 @@ impl Ctx<'_> {
         self.s.last_dispatch = now;
     }
 
+    // ----- large bursts -----------------------------------------------------------
+
+    /// Takes `qi` off the burst list if it is on it; tells whether it was.
+    fn burst_list_del(&mut self, qi: u32) -> bool {
+        if !self.q(qi).in_burst_list {
+            return false;
+        }
+        self.qm(qi).in_burst_list = false;
+        let len = self.s.burst_len as usize;
+        if let Some(pos) = self.s.burst_list[..len].iter().position(|&x| x == qi) {
+            self.s.burst_list[pos] = self.s.burst_list[len - 1];
+            self.s.burst_list[len - 1] = NIL;
+            self.s.burst_len -= 1;
+        }
+        true
+    }
+
+    /// Empties the burst list.
+    fn burst_list_clear(&mut self) {
+        for i in 0..self.s.burst_len as usize {
+            let x = self.s.burst_list[i];
+            self.qm(x).in_burst_list = false;
+            self.s.burst_list[i] = NIL;
+        }
+        self.s.burst_len = 0;
+    }
+
+    /// Puts `qi` on the burst list (which is shorter than the threshold:
+    /// it is emptied when the burst becomes large).
+    fn burst_list_add(&mut self, qi: u32) {
+        let len = self.s.burst_len as usize;
+        if len < LARGE_BURST_THRESH {
+            self.s.burst_list[len] = qi;
+            self.s.burst_len += 1;
+            self.qm(qi).in_burst_list = true;
+        }
+    }
+
+    /// `bfq_reset_burst_list`: a new burst starts with `qi`, but only if no
+    /// queue is busy (otherwise there is no burst to speak of).
+    fn reset_burst_list(&mut self, qi: u32) {
+        self.burst_list_clear();
+        if self.s.busy_queues == 0 {
+            self.burst_list_add(qi);
+            self.s.burst_size = 1;
+        } else {
+            self.s.burst_size = 0;
+        }
+    }
+
+    /// `bfq_add_to_burst`.
+    fn add_to_burst(&mut self, qi: u32) {
+        self.s.burst_size += 1;
+        if self.s.burst_size as usize == LARGE_BURST_THRESH {
+            // Enough queues created shortly after each other: all of
+            // them, and every further one until the burst ends, are in a
+            // large burst. The list is not needed any more.
+            self.s.large_burst = true;
+            for i in 0..self.s.burst_len as usize {
+                let x = self.s.burst_list[i];
+                self.qm(x).in_large_burst = true;
+            }
+            self.qm(qi).in_large_burst = true;
+            self.burst_list_clear();
+        } else {
+            self.burst_list_add(qi);
+        }
+    }
+
+    /// `bfq_handle_burst`, for a queue just created (its first request),
+    /// when a burst is under way or no queue is busy: many queues created
+    /// close together usually serve one task (a `make -j`, a service
+    /// starting its workers), which should not be weight-raised as
+    /// interactive; a few, as when an application starts, should be.
+    fn handle_burst(&mut self, qi: u32, now: Nanos) {
+        let q = self.q(qi);
+        if q.in_burst_list || q.in_large_burst {
+            return;
+        }
+        let in_interval = matches!(self.s.last_ins_in_burst,
+            Some(t) if now.saturating_sub(t) <= BURST_INTERVAL);
+        if !in_interval {
+            self.s.large_burst = false;
+            self.reset_burst_list(qi);
+        } else if self.s.large_burst {
+            self.qm(qi).in_large_burst = true;
+        } else {
+            self.add_to_burst(qi);
+        }
+        self.s.last_ins_in_burst = Some(now);
+    }
+
     // ----- the operations ---------------------------------------------------------
 
     fn init_queue(&mut self, qi: u32, prio: IoPrio, sync: bool, now: Nanos) {
@@ -2383,10 +2543,11 @@ impl Ctx<'_> {
         let idle_long = q.dispatched == 0
             && !matches!(q.budget_timeout, Some(t) if now <= t.saturating_add(WR_MIN_IDLE_TIME));
         let soft_rt = q.seek_history != u32::MAX
+            && !q.in_large_burst
             && now > q.soft_rt_next_start
             && q.dispatched == 0
             && q.orig_weight == DEFAULT_WEIGHT;
-        let interactive = idle_long && q.orig_weight == DEFAULT_WEIGHT;
+        let interactive = !q.in_large_burst && idle_long && q.orig_weight == DEFAULT_WEIGHT;
         let deserves =
             self.s.low_latency && (q.wr_coeff > 1 || (q.sync && (interactive || soft_rt)));
 
@@ -2442,6 +2603,17 @@ impl Ctx<'_> {
                 }
             }
         }
+        // Idle for much longer than an interactive queue would be: its
+        // part of the burst's work is over, it no longer belongs to it.
+        if !q.just_created
+            && idle_long
+            && q.budget_timeout
+                .map(|t| now > t.saturating_add(BURST_FORGET))
+                .unwrap_or(true)
+        {
+            self.burst_list_del(qi);
+            self.qm(qi).in_large_burst = false;
+        }
         {
             let qm = self.qm(qi);
             qm.last_idle_bklogged = now;
@@ -2491,6 +2663,9 @@ impl Ctx<'_> {
         let qi = desc.issuer.min(self.qs.len() - 1) as u32;
         if !self.q(qi).used {
             self.init_queue(qi, desc.prio, desc.sync, now);
+        }
+        if self.q(qi).just_created && (self.s.burst_size > 0 || self.s.busy_queues == 0) {
+            self.handle_burst(qi, now);
         }
         self.qm(qi).exited = false;
         let d = usize::from(desc.sync);

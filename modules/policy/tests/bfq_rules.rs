@@ -1352,3 +1352,94 @@ fn exited_issuer_is_never_idled_on() {
     b.completed(1, 2 * MS);
     assert_eq!(b.dispatch(2 * MS), Dispatch::Request(2));
 }
+
+/// Creates issuer `i`'s queue at `t` with one queued read (tag `32 + i`).
+fn create(b: &mut B, i: usize, t: Nanos) {
+    b.insert(32 + i, &read(i, (i as u64) << 20, 8), false, t);
+}
+
+#[test]
+fn large_burst_of_new_queues_is_not_raised() {
+    // Twelve queues created 10 ms apart while nothing else is busy: the
+    // first seven are raised as they come; the eighth makes the burst
+    // large, and from then on none is raised.
+    let mut b = bfq(64, 16);
+    for i in 0..12 {
+        create(&mut b, i, i as Nanos * 10 * MS);
+        let info = b.issuer_info(i);
+        if i < 7 {
+            assert_eq!(info.wr_coeff, 30, "queue {i}");
+        } else {
+            assert_eq!(info.wr_coeff, 1, "queue {i}");
+        }
+        b.check_invariants().unwrap();
+    }
+    for i in 0..12 {
+        assert!(b.issuer_info(i).in_large_burst, "queue {i}");
+    }
+    // The raised ones lose it when next served.
+    let mut t = 200 * MS;
+    while b.has_work() {
+        if let Dispatch::Request(tag) = b.dispatch(t) {
+            b.completed(tag, t + MS);
+        }
+        t += 2 * MS;
+        assert!(t < 10_000 * MS, "never drained");
+    }
+    for i in 0..12 {
+        assert_eq!(b.issuer_info(i).wr_coeff, 1, "queue {i}");
+    }
+}
+
+#[test]
+fn queues_created_far_apart_are_each_raised() {
+    // More than the burst interval (180 ms) between creations: no burst.
+    let mut b = bfq(64, 16);
+    for i in 0..12 {
+        create(&mut b, i, i as Nanos * 200 * MS);
+        let info = b.issuer_info(i);
+        assert_eq!(info.wr_coeff, 30, "queue {i}");
+        assert!(!info.in_large_burst, "queue {i}");
+    }
+}
+
+#[test]
+fn no_burst_starts_while_another_queue_is_busy() {
+    // A queue busy since long before: the creations that follow do not
+    // start a burst (bfq_reset_burst_list leaves it empty), so all are
+    // raised however close together.
+    let mut b = bfq(64, 16);
+    for k in 0..4 {
+        b.insert(k, &read(15, k as u64 * 8, 8), false, 0);
+    }
+    for i in 0..10 {
+        create(&mut b, i, 1_000 * MS + i as Nanos * MS);
+        let info = b.issuer_info(i);
+        assert_eq!(info.wr_coeff, 30, "queue {i}");
+        assert!(!info.in_large_burst, "queue {i}");
+    }
+    b.check_invariants().unwrap();
+}
+
+#[test]
+fn an_exiting_queue_leaves_the_burst() {
+    // Seven queues of one burst; one of them is served, completes and its
+    // process exits: the burst is one smaller, so it takes two more
+    // creations, not one, to make it large.
+    let mut b = bfq(64, 16);
+    for i in 0..7 {
+        create(&mut b, i, i as Nanos * MS);
+    }
+    let tag = tag_of(b.dispatch(7 * MS));
+    let owner = tag - 32;
+    b.completed(tag, 8 * MS);
+    b.issuer_exit(owner, 9 * MS);
+    assert!(b.issuer_is_free(owner));
+    b.check_invariants().unwrap();
+    create(&mut b, 7, 10 * MS);
+    assert!(!b.issuer_info(7).in_large_burst);
+    assert_eq!(b.issuer_info(7).wr_coeff, 30);
+    create(&mut b, 8, 11 * MS);
+    assert!(b.issuer_info(8).in_large_burst);
+    assert_eq!(b.issuer_info(8).wr_coeff, 1);
+}
