@@ -1460,9 +1460,7 @@ impl<T: Elevator> Vtable<T> {
     unsafe extern "C" fn rerun_timer(timer: *mut bindings::hrtimer) -> bindings::hrtimer_restart {
         // SAFETY: `timer` is the `rerun` field of an `ElevatorData<T>`
         // (safety requirement); `Opaque<T>` is `repr(transparent)`.
-        let data = unsafe {
-            &*container_of!(timer, ElevatorData<T>, rerun)
-        };
+        let data = unsafe { &*container_of!(timer, ElevatorData<T>, rerun) };
         // SAFETY: The queue is live while its elevator is; with `async` set
         // the function only queues work, so any context will do (as
         // `bfq_idle_slice_timer()` does).
@@ -1557,7 +1555,8 @@ impl<T: Elevator> Vtable<T> {
                 let Some(rq) = T::dispatch_request(&data.shared, &mut guard, hw) else {
                     if T::HAS_RERUN_AT {
                         if let Some(at) = T::rerun_at(&data.shared, &guard) {
-                            let at = bindings::ktime_t::try_from(at).unwrap_or(bindings::ktime_t::MAX);
+                            let at =
+                                bindings::ktime_t::try_from(at).unwrap_or(bindings::ktime_t::MAX);
                             // SAFETY: The timer was initialised in
                             // `init_sched` and is cancelled before the data
                             // goes; re-arming an armed timer moves it.
