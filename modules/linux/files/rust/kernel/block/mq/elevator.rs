@@ -886,6 +886,32 @@ struct MergeCtx<T: Elevator> {
 /// ([`Elevator::finish_request`]).
 pub struct LockOnDemand<'a, T: Elevator> {
     lock: &'a ElevatorLock<T>,
+    rerun: &'a Opaque<bindings::hrtimer>,
+}
+
+impl<T: Elevator> LockOnDemand<'_, T> {
+    /// Runs the hardware queues at `at_ns`, as an answer of
+    /// [`Elevator::rerun_at`] does: for a scheduler that starts idling when
+    /// a request completes (C BFQ arms its `idle_slice_timer` there).
+    pub fn rerun_at(&self, at_ns: u64) {
+        arm_rerun(self.rerun, at_ns);
+    }
+}
+
+/// Arms a queue's rerun timer for `at_ns` (`CLOCK_MONOTONIC`).
+fn arm_rerun(timer: &Opaque<bindings::hrtimer>, at_ns: u64) {
+    let at = bindings::ktime_t::try_from(at_ns).unwrap_or(bindings::ktime_t::MAX);
+    // SAFETY: The timer was initialised in `init_sched` and is cancelled
+    // before its data goes; re-arming an armed timer moves it, from any
+    // context.
+    unsafe {
+        bindings::hrtimer_start_range_ns(
+            timer.get(),
+            at,
+            0,
+            bindings::hrtimer_mode_HRTIMER_MODE_ABS,
+        )
+    };
 }
 
 impl<T: Elevator<LockContext = IrqSafe>> LockOnDemand<'_, T> {
@@ -1555,19 +1581,7 @@ impl<T: Elevator> Vtable<T> {
                 let Some(rq) = T::dispatch_request(&data.shared, &mut guard, hw) else {
                     if T::HAS_RERUN_AT {
                         if let Some(at) = T::rerun_at(&data.shared, &guard) {
-                            let at =
-                                bindings::ktime_t::try_from(at).unwrap_or(bindings::ktime_t::MAX);
-                            // SAFETY: The timer was initialised in
-                            // `init_sched` and is cancelled before the data
-                            // goes; re-arming an armed timer moves it.
-                            unsafe {
-                                bindings::hrtimer_start_range_ns(
-                                    data.rerun.get(),
-                                    at,
-                                    0,
-                                    bindings::hrtimer_mode_HRTIMER_MODE_ABS,
-                                )
-                            };
+                            arm_rerun(&data.rerun, at);
                         }
                     }
                     break ptr::null_mut();
@@ -1655,7 +1669,14 @@ impl<T: Elevator> Vtable<T> {
                     RequestRef::from_raw(rq),
                 )
             };
-            T::finish_request(&data.shared, r, LockOnDemand { lock: &data.lock });
+            T::finish_request(
+                &data.shared,
+                r,
+                LockOnDemand {
+                    lock: &data.lock,
+                    rerun: &data.rerun,
+                },
+            );
         }
         if T::IO_CONTEXTS {
             // SAFETY: The request is being freed; the lock is not held.
