@@ -1443,3 +1443,97 @@ fn an_exiting_queue_leaves_the_burst() {
     assert!(b.issuer_info(8).in_large_burst);
     assert_eq!(b.issuer_info(8).wr_coeff, 1);
 }
+
+#[test]
+fn injects_while_idling_for_a_raised_queue() {
+    // Two new (weight-raised) sync queues and an older-style one with a
+    // set weight (not raised). The raised queue in service runs dry and is
+    // idled for (its guarantees: non-raised queues are busy; 20 ms, as it
+    // is raised). Once the drive has waited a whole slice_idle with no
+    // baseline service time, one request of the other raised queue goes in
+    // (bfq_choose_bfqq_for_injection; a raised queue with a short think
+    // time lets only raised ones in); the in-service queue keeps the
+    // device.
+    let mut b = bfq(16, 4);
+    b.insert(0, &read(0, 0, 8), false, 0);
+    b.insert(1, &read(1, 1 << 20, 8), false, 0);
+    let heavy = RequestDesc {
+        prio: prio(PrioClass::BestEffort, 0),
+        ..read(2, 2 << 20, 8)
+    };
+    b.insert(2, &heavy, false, 0);
+    assert_eq!(b.issuer_info(2).wr_coeff, 1);
+    let first = tag_of(b.dispatch(0));
+    assert!(first < 2, "a raised queue goes first, got {first}");
+    let (is, other) = (first, 1 - first);
+    b.completed(first, MS);
+    // The completion starts the idle slice (raised: 20 ms).
+    assert_eq!(b.idling_until(), Some(21 * MS));
+    assert!(matches!(b.dispatch(MS), Dispatch::IdleUntil(_)));
+    assert!(matches!(b.dispatch(5 * MS), Dispatch::IdleUntil(_)));
+    assert_eq!(tag_of(b.dispatch(10 * MS)), other);
+    assert!(b.issuer_info(is).in_service);
+    // One in the drive: the limit is reached.
+    assert!(matches!(b.dispatch(11 * MS), Dispatch::IdleUntil(_)));
+    b.check_invariants().unwrap();
+}
+
+#[test]
+fn no_injection_when_idling_is_for_throughput() {
+    // Weight raising off, rotational drive: idling is for throughput, and
+    // nothing is injected however long the drive waits.
+    let mut b = plain(16, 4);
+    b.insert(0, &read(0, 0, 8), false, 0);
+    b.insert(1, &read(1, 1 << 20, 8), false, 0);
+    let first = tag_of(b.dispatch(0));
+    b.completed(first, MS);
+    assert!(matches!(b.dispatch(MS), Dispatch::IdleUntil(_)));
+    assert!(matches!(b.dispatch(7 * MS), Dispatch::IdleUntil(_)));
+}
+
+#[test]
+fn inject_limit_learns_a_baseline() {
+    // A request that arrives for the in-service queue, at an empty drive,
+    // is timed to its completion: the baseline service time, and the
+    // limit becomes 1.
+    let mut b = bfq(16, 4);
+    b.insert(0, &read(0, 0, 8), false, 0);
+    assert_eq!(tag_of(b.dispatch(0)), 0);
+    b.completed(0, 2 * MS);
+    // Nothing queued: the queue stays in service, empty.
+    assert_eq!(b.dispatch(2 * MS), Dispatch::Empty);
+    assert!(b.issuer_info(0).in_service);
+    assert_eq!(b.issuer_info(0).inject_limit, 0);
+    b.insert(1, &read(0, 8, 8), false, 12 * MS);
+    assert_eq!(tag_of(b.dispatch(12 * MS)), 1);
+    b.completed(1, 15 * MS);
+    assert_eq!(b.issuer_info(0).inject_limit, 1);
+}
+
+#[test]
+fn only_weight_raised_queues_are_injected() {
+    // Weights 2:1, weight raising off, a non-rotational drive of unknown
+    // queueing (so idling does not boost throughput and injection is
+    // considered). The heavier queue learns an inject limit of 1, then
+    // idles again for its guarantees: C would inject the lighter queue's
+    // request; here only raised queues are injected, and it is not.
+    let mut b = plain(16, 4);
+    b.set_nonrotational(true);
+    let heavy = |sector: u64| RequestDesc {
+        prio: prio(PrioClass::BestEffort, 0),
+        ..read(0, sector, 8)
+    };
+    b.insert(0, &heavy(0), false, 0);
+    b.insert(1, &read(1, 1 << 20, 8), false, 0);
+    assert_eq!(tag_of(b.dispatch(0)), 0);
+    b.completed(0, 9 * MS);
+    assert!(b.idling_until().is_some());
+    b.insert(2, &heavy(8), false, 10 * MS);
+    assert_eq!(tag_of(b.dispatch(10 * MS)), 2);
+    b.completed(2, 12 * MS);
+    let a = b.issuer_info(0);
+    assert_eq!(a.inject_limit, 1);
+    assert!(a.in_service && a.io_bound && a.short_think_time && !a.seeky);
+    assert_eq!(b.hw_tag(), None);
+    assert!(matches!(b.dispatch(12 * MS), Dispatch::IdleUntil(_)));
+}
