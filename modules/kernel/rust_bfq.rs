@@ -357,10 +357,15 @@ impl Elevator for RustBfq {
         let mut guard = lock.lock();
         let locked = &mut *guard;
         locked.policy.completed(tag, elevator::blk_time_get_ns());
-        if locked.policy.in_flight() == 0 && locked.policy.has_work() {
+        if let Some(until) = locked.policy.idling_until() {
+            // As bfq_completed_request() after bfq_arm_slice_timer(): the
+            // device waits for the in-service queue's next request; only
+            // the end of the idle slice runs the queue (a dispatch now
+            // would only look for requests of other queues to inject).
+            lock.rerun_at(until);
+        } else if locked.policy.in_flight() == 0 && locked.policy.has_work() {
             // As bfq_completed_request(): nothing left on the device, so
-            // nothing else will run the queue; the policy may want to
-            // dispatch, or idle (then the run arms the idle timer).
+            // nothing else will run the queue.
             rq.queue().run_hw_queues_async();
         }
         self.refresh(locked);
