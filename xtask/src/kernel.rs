@@ -237,15 +237,42 @@ fn sync_additions(src: &Path, add: &Additions) -> Result<()> {
 }
 
 /// The lock on a cache tree.
-struct TreeLock(fs::File);
+struct TreeLock(fs::File, PathBuf);
+
+/// Shared locks this process holds on cache trees it built, by tree: kept
+/// so that other runs do not rebuild under its guest, and given up when
+/// this process comes back to lock the same tree again (the base and
+/// debug passes of `cargo xtask test` share one source tree; a lock this
+/// process still held would make it wait for itself).
+static HELD: std::sync::Mutex<Vec<(PathBuf, fs::File)>> = std::sync::Mutex::new(Vec::new());
 
 impl TreeLock {
+    /// Locks `base` exclusively, first giving up this process's own shared
+    /// lock on it (its earlier use of the tree is over), then waiting for
+    /// other processes.
+    fn exclusive(base: &Path) -> Result<TreeLock> {
+        if let Ok(mut held) = HELD.lock() {
+            held.retain(|(p, _)| p != base);
+        }
+        let lock = fs::File::create(base.join(".lock"))?;
+        if lock.try_lock().is_err() {
+            note(&format!(
+                "another xtask is using {}; waiting for it",
+                base.display()
+            ));
+            lock.lock()?;
+        }
+        Ok(TreeLock(lock, base.to_path_buf()))
+    }
+
     /// Trades the exclusive lock for a shared one, held until the process
-    /// exits.
+    /// exits or locks the tree again.
     fn downgrade(self) -> Result<()> {
         self.0.unlock()?;
         self.0.lock_shared()?;
-        std::mem::forget(self.0);
+        if let Ok(mut held) = HELD.lock() {
+            held.push((self.1, self.0));
+        }
         Ok(())
     }
 }
@@ -300,18 +327,10 @@ pub fn ensure(tc: &Toolchain, opts: &KernelOpts) -> Result<Kernel> {
     };
     let build = base_dir.join(format!("build-{}", opts.flavor.name()));
     fs::create_dir_all(&base_dir)?;
-    let lock = fs::File::create(base_dir.join(".lock"))?;
-    if lock.try_lock().is_err() {
-        note(&format!(
-            "another xtask is using {}; waiting for it",
-            base_dir.display()
-        ));
-        lock.lock()?;
-    }
     // Exclusive while we check and build; shared (see `downgrade`) while
     // the modules build and the guest use the tree, so several runs of the
     // same tree can boot side by side but none rebuilds under another.
-    let lock = TreeLock(lock);
+    let lock = TreeLock::exclusive(&base_dir)?;
 
     let mut h = Hasher::new();
     h.add("source", source_id.as_bytes());
@@ -487,5 +506,34 @@ fn check_custom_tree(src: &Path, add: &Additions) {
             missing.len(),
             missing[0]
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_tree_this_process_built_can_be_locked_again() {
+        // The base pass downgrades to a shared lock it keeps; the debug
+        // pass of the same process must get the exclusive lock without
+        // waiting for itself (it used to wait forever).
+        let dir = std::env::temp_dir().join(format!("ironlift-lock-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        super::TreeLock::exclusive(&dir)
+            .unwrap()
+            .downgrade()
+            .unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let d = dir.clone();
+        std::thread::spawn(move || {
+            let again = super::TreeLock::exclusive(&d).map(|_| ());
+            let _ = tx.send(again.is_ok());
+        });
+        let got = rx.recv_timeout(std::time::Duration::from_secs(10));
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(
+            got,
+            Ok(true),
+            "locking the tree again waited for this process"
+        );
     }
 }

@@ -516,9 +516,17 @@ mod tests {
         assert!(p[1].contains("WARNING: CPU: 1 PID: 63"));
         // Each report is whole and says when it happened.
         assert!(p[0].starts_with("(during boot"), "{}", p[0]);
-        assert!(p[0].contains("__blk_mq_sched_dispatch_requests"), "{}", p[0]);
+        assert!(
+            p[0].contains("__blk_mq_sched_dispatch_requests"),
+            "{}",
+            p[0]
+        );
         assert!(!p[0].contains("IRONLIFT"), "{}", p[0]);
-        assert!(p[1].starts_with("(during test 2: write_verify)"), "{}", p[1]);
+        assert!(
+            p[1].starts_with("(during test 2: write_verify)"),
+            "{}",
+            p[1]
+        );
     }
 
     #[test]

@@ -760,7 +760,11 @@ const SLOW_DEVICE: &str = "nullb-slow";
 /// The schedulers the fairness test judges: ours with weights. C bfq is
 /// measured beside them as the reference, not judged.
 fn fairness_schedulers(elevators: &[String]) -> Vec<String> {
-    elevators.iter().filter(|e| *e == "rust-bfq").cloned().collect()
+    elevators
+        .iter()
+        .filter(|e| *e == "rust-bfq")
+        .cloned()
+        .collect()
 }
 
 fn test(
