@@ -22,7 +22,9 @@
 //!   `bfq_ioprio_to_weight()` does: `(8 - level) * 10`.
 //! - Idling: [`Dispatch::IdleUntil`] is handed to the abstraction through
 //!   [`Elevator::rerun_at`], whose hrtimer runs the hardware queues when
-//!   the idle slice ends (BFQ's `idle_slice_timer`); a
+//!   the idle slice ends (BFQ's `idle_slice_timer`); a completion that
+//!   starts an idle slice arms it too, and the arrival of the request the
+//!   device idles for cancels it; a
 //!   request arriving earlier runs the queue anyway (the block layer does
 //!   after every insertion), and an early or late run just asks the policy
 //!   again. A completion that leaves nothing in flight while requests wait
@@ -154,8 +156,10 @@ struct Locked {
     requests: Handles,
     /// Where the search for a free issuer slot starts.
     next_issuer: usize,
-    /// The end of the idle period the last `dispatch_request` chose, for
-    /// [`Elevator::rerun_at`].
+    /// The end of the idle slice the rerun timer was armed for, by
+    /// `dispatch_request` (through [`Elevator::rerun_at`]) or by a
+    /// completion; cleared, and the timer cancelled, when the request the
+    /// device idled for arrives.
     idle_until: Option<u64>,
 }
 
@@ -315,6 +319,12 @@ impl Elevator for RustBfq {
             *slot = Some(rq);
             locked.policy.insert(tag, &desc, at_head, now);
         }
+        if locked.idle_until.is_some() && locked.policy.idling_until().is_none() {
+            // The request the device idled for came: no run at the end of
+            // the slice (bfq_rq_enqueued() cancels the idle_slice_timer).
+            locked.idle_until = None;
+            requests.cancel_rerun();
+        }
         self.refresh(locked);
     }
 
@@ -362,6 +372,7 @@ impl Elevator for RustBfq {
             // device waits for the in-service queue's next request; only
             // the end of the idle slice runs the queue (a dispatch now
             // would only look for requests of other queues to inject).
+            locked.idle_until = Some(until);
             lock.rerun_at(until);
         } else if locked.policy.in_flight() == 0 && locked.policy.has_work() {
             // As bfq_completed_request(): nothing left on the device, so

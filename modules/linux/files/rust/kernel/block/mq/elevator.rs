@@ -1180,6 +1180,17 @@ impl<T: Elevator> Insertion<'_, T> {
         Ok(())
     }
 
+    /// Stops the rerun timer armed through [`Elevator::rerun_at`] or
+    /// [`LockOnDemand::rerun_at`], if it has not fired yet
+    /// (`hrtimer_try_to_cancel()`): the request the scheduler idled for
+    /// has arrived, as BFQ cancels its `idle_slice_timer` then.
+    pub fn cancel_rerun(&self) {
+        // SAFETY: The timer was initialised in `init_sched` and is live
+        // until `exit_sched`; trying to cancel it never waits, so it may be
+        // called with the lock held and from any context.
+        unsafe { bindings::hrtimer_try_to_cancel(self.data.rerun.get()) };
+    }
+
     /// Makes `rq` a back-merge candidate (`elv_rqhash_add()`, and the
     /// one-hit cache `last_merge` if empty), as mq-deadline does for sorted
     /// requests. Does nothing for requests that cannot merge or are already
