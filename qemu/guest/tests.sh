@@ -398,7 +398,7 @@ read_starvation() {
 # FAIRNESS_SCHEDULERS (ours: rust-bfq) are judged. FAIRNESS_CONTROL
 # schedulers are measured the same way and only reported: mq-deadline (no
 # weights) shows what the test tells apart, C bfq is the reference (it
-# measured 1.64 to 1.78 here, so judging it would judge the host).
+# measured 1.64 to 2.31 here, so judging it would judge the host).
 FAIR_SECS=${FAIR_SECS:-20}
 FAIR_WARMUP=${FAIR_WARMUP:-5}
 FAIRNESS_SCHEDULERS=${FAIRNESS_SCHEDULERS-rust-bfq}

@@ -343,6 +343,9 @@ const TROUBLE: &[&str] = &[
     "panicked at",
 ];
 
+/// The guest's line before each top-level test (`qemu/guest/tests.sh`).
+const TEST_MARKER: &str = "IRONLIFT: test ";
+
 /// How many console lines a report may take before it is cut.
 const REPORT_MAX_LINES: usize = 80;
 
@@ -357,7 +360,7 @@ pub fn console_problems(console: &str) -> Vec<String> {
     let mut i = 0;
     while i < all.len() {
         let l = all[i];
-        if let Some(t) = l.strip_prefix("IRONLIFT: test ") {
+        if let Some(t) = l.strip_prefix(TEST_MARKER) {
             during = format!("during test {t}");
             i += 1;
             continue;
@@ -369,7 +372,7 @@ pub fn console_problems(console: &str) -> Vec<String> {
         let mut end = i + 1;
         while end < all.len() && end - i < REPORT_MAX_LINES {
             let e = all[end];
-            if e.starts_with("IRONLIFT: test ") {
+            if e.starts_with(TEST_MARKER) {
                 break;
             }
             end += 1;

@@ -2221,15 +2221,12 @@ impl Ctx<'_> {
     /// both non-rotational and queueing), and no weight-raised queue is
     /// busy (which idling for others would hurt).
     fn idling_boosts_thr_without_issues(&self, qi: u32) -> bool {
-        // hw_tag -1 (not yet known) counts as queueing, as in C.
-        self.idling_boosts_thr_if(qi, self.s.hw_tag != 0)
-    }
-
-    fn idling_boosts_thr_if(&self, qi: u32, queueing: bool) -> bool {
         let q = self.q(qi);
         if q.exited {
             return false;
         }
+        // hw_tag -1 (not yet known) counts as queueing, as in C.
+        let queueing = self.s.hw_tag != 0;
         let rot_without_queueing = !self.s.nonrot && !queueing;
         let sequential_and_io_bound = !self.seeky(qi) && q.io_bound && q.has_short_ttime;
         let idling_boosts_thr =

@@ -290,15 +290,6 @@ impl Queue {
         self.nr_hw_queues() as usize * MAX_SCHED_TAGS
     }
 
-    /// Runs all hardware queues after `msecs` milliseconds
-    /// (`blk_mq_delay_run_hw_queues()`), e.g. when an idling scheduler's
-    /// idle period ends. Callable from any context.
-    pub fn delay_run_hw_queues(&self, msecs: u64) {
-        let msecs = c_ulong::try_from(msecs).unwrap_or(c_ulong::MAX);
-        // SAFETY: The queue is live; the function only queues delayed work.
-        unsafe { bindings::blk_mq_delay_run_hw_queues(self.as_ptr(), msecs) }
-    }
-
     /// Runs all hardware queues from kblockd (`blk_mq_run_hw_queues(q, true)`).
     pub fn run_hw_queues_async(&self) {
         // SAFETY: The queue is live; with `async` set the function only
