@@ -85,12 +85,16 @@ impl Handles {
     }
 }
 
-/// `request_merged`: a bio was merged into `rq`; a front merge moved its
-/// start sector, which the policy sorts by.
+/// `request_merged`: a bio was merged into `rq`. A front merge moved its
+/// start sector, which the policy sorts by; either merge changed its size,
+/// which a policy may charge by.
 pub(crate) fn request_merged(policy: &mut impl Policy, rq: &RequestRef, kind: MergeKind) {
-    if kind == MergeKind::Front {
-        if let Some(tag) = rq.sched_index() {
-            policy.front_merged(tag, rq.sector(), rq.sectors());
-        }
+    let Some(tag) = rq.sched_index() else {
+        return;
+    };
+    match kind {
+        MergeKind::Front => policy.front_merged(tag, rq.sector(), rq.sectors()),
+        MergeKind::Back => policy.back_merged(tag, rq.sectors()),
+        MergeKind::Discard => {}
     }
 }

@@ -3108,6 +3108,20 @@ impl Ctx<'_> {
         Dispatch::Empty
     }
 
+    /// A back merge: only the size changes (the sort tree and the
+    /// front-merge hash are keyed by the start). What is charged, the
+    /// budget check and the peak rate all read the size at dispatch, as C
+    /// reads `blk_rq_sectors()`.
+    fn back_merged(&mut self, tag: Tag, new_sectors: u32) {
+        if tag >= self.r.len() {
+            return;
+        }
+        let x = tag as u32;
+        if matches!(self.rq(x).state, RqState::Queued | RqState::AtHead) {
+            self.rqm(x).sectors = new_sectors;
+        }
+    }
+
     fn front_merged(&mut self, tag: Tag, new_sector: Sector, new_sectors: u32) {
         if tag >= self.r.len() {
             return;
@@ -3231,6 +3245,10 @@ where
 
     fn front_merged(&mut self, tag: Tag, new_sector: Sector, new_sectors: u32) {
         self.ctx().front_merged(tag, new_sector, new_sectors);
+    }
+
+    fn back_merged(&mut self, tag: Tag, new_sectors: u32) {
+        self.ctx().back_merged(tag, new_sectors);
     }
 
     fn requests_merged(&mut self, into: Tag, next: Tag) {

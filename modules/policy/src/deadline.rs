@@ -995,6 +995,10 @@ where
         (s.sector == probe.bio_end && s.op == probe.op && s.prio == probe.prio).then_some(x as Tag)
     }
 
+    /// C's `dd_request_merged()` does nothing for a back merge, and
+    /// mq-deadline looks at no request's size: nothing to do.
+    fn back_merged(&mut self, _tag: Tag, _new_sectors: u32) {}
+
     /// C's `dd_request_merged()` for a front merge: the request moves in
     /// its sort tree.
     fn front_merged(&mut self, tag: Tag, new_sector: Sector, _new_sectors: u32) {

@@ -290,6 +290,12 @@ pub trait Policy {
     /// starts at `new_sector` and is `new_sectors` long.
     fn front_merged(&mut self, tag: Tag, new_sector: Sector, new_sectors: u32);
 
+    /// The queued request `tag` grew at its end (a bio was back-merged
+    /// into it): it now is `new_sectors` long, from the same start. A
+    /// policy that charges by size must see this, as C's `blk_rq_sectors()`
+    /// would at dispatch.
+    fn back_merged(&mut self, tag: Tag, new_sectors: u32);
+
     /// The queued request `next` was merged into the queued request `into`
     /// and is gone; `into` now covers both.
     fn requests_merged(&mut self, into: Tag, next: Tag);

@@ -40,6 +40,7 @@ enum OpKind {
     Requeue(usize),
     Advance(Nanos),
     FrontMerge(usize),
+    BackMerge(usize),
     Merge(usize, usize),
     Exit(usize),
     Tunable(usize, u32),
@@ -63,6 +64,7 @@ fn op_strategy() -> impl Strategy<Value = OpKind> {
         1 => any::<usize>().prop_map(OpKind::Requeue),
         3 => prop_oneof![0u64..2 * MS, 0u64..300 * MS].prop_map(OpKind::Advance),
         1 => any::<usize>().prop_map(OpKind::FrontMerge),
+        1 => any::<usize>().prop_map(OpKind::BackMerge),
         1 => (any::<usize>(), any::<usize>()).prop_map(|(a, b)| OpKind::Merge(a, b)),
         1 => (0usize..7).prop_map(OpKind::Exit),
         1 => (0usize..10, 0u32..300).prop_map(|(a, b)| OpKind::Tunable(a, b)),
@@ -193,6 +195,14 @@ fn run_ops(n: usize, m: usize, nonrot: bool, ops: &[OpKind]) -> Result<(), TestC
                     }
                 }
             }
+            OpKind::BackMerge(i) => {
+                let queued: Vec<_> = (0..n).filter(|t| model[*t] == M::Queued).collect();
+                if !queued.is_empty() {
+                    let t = queued[i % queued.len()];
+                    descs[t].sectors += 8;
+                    b.back_merged(t, descs[t].sectors);
+                }
+            }
             OpKind::Merge(i, j) => {
                 let queued: Vec<_> = (0..n).filter(|t| model[*t] == M::Queued).collect();
                 if queued.len() >= 2 {
@@ -224,6 +234,7 @@ fn run_ops(n: usize, m: usize, nonrot: bool, ops: &[OpKind]) -> Result<(), TestC
                 b.completed(t, now);
                 b.requeued(t, now);
                 b.front_merged(t, 0, 8);
+                b.back_merged(t, 8);
                 b.requests_merged(t, 0);
             }
         }

@@ -213,6 +213,25 @@ fn async_requests_are_charged_more() {
 }
 
 #[test]
+fn back_merged_request_is_charged_its_grown_size() {
+    // Bios back-merged into a waiting request make it longer; the queue
+    // pays for all of it, as C charges blk_rq_sectors() at dispatch. Were
+    // the size at insertion charged, a queue whose requests wait (and so
+    // merge) would be undercharged and get more than its weight's share.
+    let mut b = plain(8, 2);
+    b.insert(0, &read(0, 0, 32), false, 0);
+    b.back_merged(0, 256);
+    assert_eq!(b.dispatch(0), Dispatch::Request(0));
+    assert_eq!(b.issuer_info(0).service, 256);
+    // A request no longer queued is not resized.
+    b.back_merged(0, 1024);
+    b.completed(0, MS);
+    b.insert(1, &read(0, 256, 32), false, MS);
+    assert_eq!(b.dispatch(MS), Dispatch::Request(1));
+    assert_eq!(b.issuer_info(0).service, 288);
+}
+
+#[test]
 fn classes_served_in_strict_order() {
     let mut b = plain(16, 3);
     let classes = [PrioClass::Idle, PrioClass::BestEffort, PrioClass::RealTime];

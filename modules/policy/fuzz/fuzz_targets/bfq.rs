@@ -51,6 +51,10 @@ enum FuzzOp {
         grow: u16,
         own: bool,
     },
+    BackMerge {
+        pick: u8,
+        grow: u16,
+    },
     MergeRequests(u8, u8),
     Advance(u32),
     AdvanceFar(u64),
@@ -214,6 +218,15 @@ fuzz_target!(|input: Input| {
                     b.front_merged(c, descs[c].sector, descs[c].sectors);
                 }
             }
+            FuzzOp::BackMerge { pick, grow } => {
+                let queued: Vec<_> = (0..n).filter(|t| model[*t] == M::Queued).collect();
+                if queued.is_empty() {
+                    continue;
+                }
+                let t = queued[*pick as usize % queued.len()];
+                descs[t].sectors = descs[t].sectors.saturating_add(*grow as u32);
+                b.back_merged(t, descs[t].sectors);
+            }
             FuzzOp::MergeRequests(i, j) => {
                 let queued: Vec<_> = (0..n).filter(|t| model[*t] == M::Queued).collect();
                 if queued.len() >= 2 {
@@ -270,7 +283,10 @@ fuzz_target!(|input: Input| {
                             b.insert(t, &RequestDesc::default(), false, now);
                         }
                     }
-                    3 if t >= n || model[t] != M::Queued => b.front_merged(t, 0, 8),
+                    3 if t >= n || model[t] != M::Queued => {
+                        b.front_merged(t, 0, 8);
+                        b.back_merged(t, 8);
+                    }
                     _ => {}
                 }
             }
