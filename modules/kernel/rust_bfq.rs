@@ -266,6 +266,9 @@ impl Elevator for RustBfq {
         let requests = Handles::new(capacity)?;
         let mut policy = Bfq::new(ReqSlots(slots), IssuerSlots(issuers)).map_err(|_| EINVAL)?;
         policy.set_nonrotational(!queue.is_rotational());
+        // One hardware queue's depth, not the sum over them: null_blk's
+        // poll queue, for one, takes no normal I/O.
+        policy.set_device_depth(queue.hw_queue_depth());
         let shared = RustBfq {
             depth_limits: Default::default(),
             nr_requests: AtomicU32::new(queue.nr_requests()),

@@ -1249,6 +1249,28 @@ fn hw_tag_detection_and_idling_without_queueing() {
 }
 
 #[test]
+fn hw_tag_counts_no_more_in_the_driver_than_the_device_holds() {
+    // Four dispatched at a time, as blk-mq can take from the scheduler
+    // while the device (depth 2) is full: queueing, unless the policy
+    // knows the device holds only 2.
+    for (depth, want) in [(0, Some(true)), (2, Some(false)), (4, Some(true))] {
+        let mut b = nonrot(64, 3);
+        b.set_device_depth(depth);
+        for t in 0..45 {
+            b.insert(t, &read(2, t as u64 * 8, 8), false, 0);
+        }
+        let mut inflight = std::collections::VecDeque::new();
+        for _ in 0..40 {
+            while inflight.len() < 4 {
+                inflight.push_back(tag_of(b.dispatch(0)));
+            }
+            b.completed(inflight.pop_front().unwrap(), 0);
+        }
+        assert_eq!(b.hw_tag(), want, "device depth {depth}");
+    }
+}
+
+#[test]
 fn hw_tag_ignores_a_short_thinking_in_service_queue_with_few_requests() {
     // Issuer 1 (not raised) keeps 40 requests queued; issuer 0 (raised,
     // so idled on) sends one request at a time. Its completions leave

@@ -271,6 +271,17 @@ impl Queue {
         unsafe { (*self.as_ptr()).nr_hw_queues }
     }
 
+    /// Requests the device can hold at once on each hardware queue: the
+    /// tag set's `queue_depth` (its driver tags).
+    pub fn hw_queue_depth(&self) -> u32 {
+        // SAFETY: The queue is live, and a blk-mq queue (the only kind an
+        // elevator attaches to) points to its tag set for all its life;
+        // `queue_depth` is set before the queue is created and not changed
+        // while it exists (`blk_mq_update_nr_hw_queues()` changes the number
+        // of hardware queues, not their depth).
+        unsafe { (*(*self.as_ptr()).tag_set).queue_depth }
+    }
+
     /// Whether the device reports itself rotational (`!blk_queue_nonrot()`).
     pub fn is_rotational(&self) -> bool {
         // SAFETY: The queue is live; `limits.features` changes only with the
