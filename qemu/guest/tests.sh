@@ -391,7 +391,10 @@ read_starvation() {
 # (IOPRIO_NR_LEVELS - level) * BFQ_WEIGHT_CONVERSION_COEFF (bfq_ioprio_to_weight
 # in block/bfq-wf2q.c): 40 and 80, so the level-0 reader is owed twice the
 # bytes. Each fio counts bytes over FAIR_SECS after a FAIR_WARMUP ramp;
-# ok when level-0 bytes / level-4 bytes is within 15 % of 2.
+# ok when level-0 bytes / level-4 bytes is within 15 % of 2. Each line
+# also gives nr_requests and the device's reads over the run (requests,
+# their mean size, bios merged): how much the scheduler merged decides
+# the throughput here, as null_blk takes 2 ms per request of any size.
 # (With one request in flight per reader, as dd gives, BFQ does not
 # reach 1:2 on this device: it injects the other reader's request into the
 # second device slot while the in-service reader thinks, as it is built to.)
@@ -423,13 +426,18 @@ fair_measure() { # scheduler
 		return 1
 	fi
 	local half=$(( $(blockdev --getsize64 "$dev") / 2 ))
+	local stat=/sys/block/$(devname "$dev")/stat st0
 	rm -f /tmp/fair.lo /tmp/fair.hi
+	st0=$(cat "$stat")
 	fair_reader 4 "$dev" 0 "$half" /tmp/fair.lo &
 	p_lo=$!
 	fair_reader 0 "$dev" "$half" "$half" /tmp/fair.hi &
 	p_hi=$!
 	wait $p_lo || rc=$?
 	wait $p_hi || rc=$?
+	# Reads completed and merged over the whole run (ramp included): how
+	# large the requests the scheduler sent were.
+	FAIR_REQS=$(echo "$st0 $(cat "$stat")" | awk -v nr="$(cat "${stat%/stat}/queue/nr_requests")" '{ n = NF / 2; printf "nr_requests %d, %d requests of %.1f KiB on average, %d bios merged", nr, $(n + 1) - $1, ($(n + 3) - $3) / 2 / (($(n + 1) - $1) > 0 ? $(n + 1) - $1 : 1), $(n + 2) - $2 }')
 	FAIR_LO=$(jq '.jobs[0].read.io_bytes' /tmp/fair.lo 2>/dev/null)
 	FAIR_HI=$(jq '.jobs[0].read.io_bytes' /tmp/fair.hi 2>/dev/null)
 	if [ $rc != 0 ] || [ -z "$FAIR_LO" ] || [ -z "$FAIR_HI" ] || [ "$FAIR_LO" = null ] || [ "$FAIR_HI" = null ]; then
@@ -446,9 +454,9 @@ fair_measure() { # scheduler
 }
 
 fair_line() { # scheduler
-	awk -v s="$1" -v h="$FAIR_HI" -v l="$FAIR_LO" -v t="$FAIR_SECS" -v k="$FAIR_SKEW_MS" 'BEGIN {
-		printf "%s: level 0 (weight 80) %.1f MB, level 4 (weight 40) %.1f MB in %d s (%.2f MB/s together; readers finished %d ms apart): ratio %.3f (want 2, +-15 %%: 1.70..2.30)",
-			s, h / 1e6, l / 1e6, t, (h + l) / 1e6 / t, k, h / l }'
+	awk -v s="$1" -v h="$FAIR_HI" -v l="$FAIR_LO" -v t="$FAIR_SECS" -v k="$FAIR_SKEW_MS" -v r="$FAIR_REQS" 'BEGIN {
+		printf "%s: level 0 (weight 80) %.1f MB, level 4 (weight 40) %.1f MB in %d s (%.2f MB/s together; readers finished %d ms apart; %s): ratio %.3f (want 2, +-15 %%: 1.70..2.30)",
+			s, h / 1e6, l / 1e6, t, (h + l) / 1e6 / t, k, r, h / l }'
 }
 
 fairness() {
@@ -463,7 +471,8 @@ fairness() {
 		out "    1..0"
 		return
 	fi
-	out "    # $(devname "$SLOW_DEV"): $(nullb_describe "${SLOW_DEV#/dev/nullb}" 2>/dev/null)"
+	local qd=/sys/block/$(devname "$SLOW_DEV")/queue
+	out "    # $(devname "$SLOW_DEV"): $(nullb_describe "${SLOW_DEV#/dev/nullb}" 2>/dev/null) max_sectors_kb=$(cat $qd/max_sectors_kb)"
 	out "    1..$(echo $FAIRNESS_SCHEDULERS | wc -w)"
 	for s in $FAIRNESS_CONTROL; do
 		if fair_measure "$s"; then
