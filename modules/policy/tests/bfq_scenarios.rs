@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Whole scenarios of the in-guest tests, run against the BFQ-like policy
+//! in simulated time: a small model of what blk-mq and the rust-bfq module
+//! do around the policy (scheduler tags, the device's depth, bio back
+//! merges, the dispatch list and restart, the idle timer), a device that
+//! completes every request a fixed time after it starts, and fio-like
+//! readers. Deterministic: the same run gives the same bytes.
+
+use ironlift_policy::bfq::{Bfq, IssuerSlot, ReqSlot};
+use ironlift_policy::{Dispatch, IoPrio, Nanos, Op, Policy, PrioClass, RequestDesc, NSEC_PER_MSEC};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+type B = Bfq<Vec<ReqSlot>, Vec<IssuerSlot>>;
+
+const MS: Nanos = NSEC_PER_MSEC;
+const SEC: Nanos = 1000 * MS;
+
+/// The block layer and device around the policy.
+#[derive(Clone, Copy, Debug)]
+struct Machine {
+    /// Scheduler tags (`nr_requests`: twice the device's depth by default).
+    sched_tags: usize,
+    /// Requests the device holds at once (null_blk's `hw_queue_depth`).
+    depth: usize,
+    /// Time from a request's start to its completion, whatever its size
+    /// (null_blk with `irqmode=2`).
+    service: Nanos,
+    /// Largest request, sectors (`max_sectors`; null_blk's default 255).
+    max_sectors: u32,
+    /// Time a CPU spends in one queue run before the request it took from
+    /// the scheduler without a driver tag is on the dispatch list. A run
+    /// starting meanwhile (a completion's restart, an insertion) does not
+    /// see it there and takes another: more requests dispatched than the
+    /// device holds, as blk-mq gives on several CPUs.
+    run_cost: Nanos,
+}
+
+/// An fio job: sequential reads of `bs` sectors, `iodepth` in flight.
+#[derive(Clone, Copy, Debug)]
+struct Reader {
+    level: u8,
+    start: u64,
+    bs: u32,
+    iodepth: u32,
+    /// Time fio takes to submit one I/O after it reaped a completion.
+    submit_cost: Nanos,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Ev {
+    /// Device slot `slot` completes its request.
+    Complete(usize),
+    /// Reader submits its next bio.
+    Submit(usize),
+    /// The idle timer (the module's hrtimer) of generation `gen`.
+    Timer(u64),
+    /// blk-mq's delayed run (`BLK_MQ_BUDGET_DELAY` after an empty dispatch).
+    DelayedRun(u64),
+    /// A run that took a request without a driver tag ends: the request
+    /// is on the dispatch list.
+    Parked(usize),
+}
+
+struct Req {
+    reader: usize,
+    sector: u64,
+    sectors: u32,
+    ios: u32,
+}
+
+struct ReaderState {
+    cfg: Reader,
+    next: u64,
+    /// I/Os fio still has to submit (reaped, not yet resubmitted).
+    to_submit: u32,
+    submit_pending: bool,
+    blocked_on_tag: bool,
+    /// Bytes completed inside the measured window.
+    bytes: u64,
+}
+
+struct Sim {
+    m: Machine,
+    b: B,
+    now: Nanos,
+    seq: u64,
+    events: BinaryHeap<Reverse<(Nanos, u64, Ev)>>,
+    reqs: Vec<Option<Req>>,
+    /// The request (tag) in each of the device's slots.
+    device: Vec<Option<usize>>,
+    dispatch_list: VecDeque<usize>,
+    /// Taken without a driver tag by a run still under way.
+    parking: Vec<usize>,
+    restart: bool,
+    timer_gen: u64,
+    timer_at: Option<Nanos>,
+    delayed_gen: u64,
+    readers: Vec<ReaderState>,
+    tag_waiters: VecDeque<usize>,
+    window: (Nanos, Nanos),
+}
+
+impl Sim {
+    fn new(m: Machine, readers: &[Reader], window: (Nanos, Nanos)) -> Self {
+        let mut b = Bfq::new(
+            vec![ReqSlot::default(); m.sched_tags],
+            vec![IssuerSlot::default(); readers.len() + 1],
+        )
+        .unwrap();
+        // What rust-bfq's init_sched tells it about null_blk.
+        b.set_nonrotational(true);
+        b.set_device_depth(m.depth as u32);
+        let mut s = Sim {
+            m,
+            b,
+            now: 0,
+            seq: 0,
+            events: BinaryHeap::new(),
+            reqs: (0..m.sched_tags).map(|_| None).collect(),
+            device: vec![None; m.depth],
+            dispatch_list: VecDeque::new(),
+            parking: Vec::new(),
+            restart: false,
+            timer_gen: 0,
+            timer_at: None,
+            delayed_gen: 0,
+            readers: readers
+                .iter()
+                .map(|&cfg| ReaderState {
+                    cfg,
+                    next: cfg.start,
+                    to_submit: cfg.iodepth,
+                    submit_pending: false,
+                    blocked_on_tag: false,
+                    bytes: 0,
+                })
+                .collect(),
+            tag_waiters: VecDeque::new(),
+            window,
+        };
+        for r in 0..readers.len() {
+            s.schedule_submit(r);
+        }
+        s
+    }
+
+    fn at(&mut self, t: Nanos, ev: Ev) {
+        self.seq += 1;
+        self.events.push(Reverse((t, self.seq, ev)));
+    }
+
+    fn schedule_submit(&mut self, r: usize) {
+        let rs = &mut self.readers[r];
+        if rs.to_submit > 0 && !rs.submit_pending && !rs.blocked_on_tag {
+            rs.submit_pending = true;
+            let t = self.now + rs.cfg.submit_cost;
+            self.at(t, Ev::Submit(r));
+        }
+    }
+
+    fn run(&mut self, until: Nanos) {
+        while let Some(Reverse((t, _, ev))) = self.events.pop() {
+            if t > until {
+                break;
+            }
+            self.now = t;
+            match ev {
+                Ev::Submit(r) => self.submit(r),
+                Ev::Complete(slot) => self.complete(slot),
+                Ev::Timer(g) if g == self.timer_gen && self.timer_at.is_some() => {
+                    self.timer_at = None;
+                    self.run_queue();
+                }
+                Ev::DelayedRun(g) if g == self.delayed_gen => self.run_queue(),
+                Ev::Parked(t) => {
+                    self.parking.retain(|&p| p != t);
+                    self.dispatch_list.push_back(t);
+                    self.restart = true;
+                    if self.device.contains(&None) {
+                        self.run_queue();
+                    }
+                }
+                _ => {}
+            }
+            if let Err(e) = self.b.check_invariants() {
+                panic!("invariant broken at {} ns: {e}", self.now);
+            }
+        }
+    }
+
+    /// One bio of reader `r`: back-merged into its queued request that ends
+    /// where the bio starts (the block layer's request hash), or a new
+    /// request if a scheduler tag is free, or the reader sleeps for a tag.
+    fn submit(&mut self, r: usize) {
+        self.readers[r].submit_pending = false;
+        let (sector, bs) = (self.readers[r].next, self.readers[r].cfg.bs);
+        let merge = (0..self.reqs.len()).find(|&t| {
+            matches!(&self.reqs[t], Some(q) if q.reader == r
+                && q.sector + q.sectors as u64 == sector
+                && q.sectors + bs <= self.m.max_sectors)
+                && !self.in_flight_or_listed(t)
+        });
+        if let Some(t) = merge {
+            let q = self.reqs[t].as_mut().unwrap();
+            q.sectors += bs;
+            q.ios += 1;
+            let n = q.sectors;
+            self.b.back_merged(t, n);
+        } else if let Some(t) = (0..self.reqs.len()).find(|&t| self.reqs[t].is_none()) {
+            self.reqs[t] = Some(Req {
+                reader: r,
+                sector,
+                sectors: bs,
+                ios: 1,
+            });
+            let desc = RequestDesc {
+                sector,
+                sectors: bs,
+                op: Op::Read,
+                sync: true,
+                prio: IoPrio {
+                    class: PrioClass::BestEffort,
+                    level: self.readers[r].cfg.level,
+                },
+                issuer: r,
+                arrival: self.now,
+            };
+            self.b.insert(t, &desc, false, self.now);
+            if self.timer_at.is_some() && self.b.idling_until().is_none() {
+                self.cancel_timer();
+            }
+            self.run_queue();
+        } else {
+            self.readers[r].blocked_on_tag = true;
+            self.tag_waiters.push_back(r);
+            return;
+        }
+        self.readers[r].next += bs as u64;
+        self.readers[r].to_submit -= 1;
+        self.schedule_submit(r);
+    }
+
+    fn in_flight_or_listed(&self, t: usize) -> bool {
+        self.device.contains(&Some(t))
+            || self.dispatch_list.contains(&t)
+            || self.parking.contains(&t)
+    }
+
+    fn cancel_timer(&mut self) {
+        self.timer_at = None;
+        self.timer_gen += 1;
+    }
+
+    fn arm_timer(&mut self, at: Nanos) {
+        self.timer_gen += 1;
+        self.timer_at = Some(at);
+        let g = self.timer_gen;
+        self.at(at.max(self.now), Ev::Timer(g));
+    }
+
+    fn start_on_device(&mut self, t: usize) -> bool {
+        let Some(slot) = self.device.iter().position(Option::is_none) else {
+            return false;
+        };
+        self.device[slot] = Some(t);
+        let done = self.now + self.m.service;
+        self.at(done, Ev::Complete(slot));
+        true
+    }
+
+    /// `blk_mq_sched_dispatch_requests()`: the dispatch list first; then
+    /// the scheduler, one request at a time, until the device is full or the
+    /// scheduler gives nothing.
+    fn run_queue(&mut self) {
+        while let Some(&t) = self.dispatch_list.front() {
+            if !self.start_on_device(t) {
+                self.restart = true;
+                return;
+            }
+            self.dispatch_list.pop_front();
+        }
+        while self.b.has_work() {
+            match self.b.dispatch(self.now) {
+                Dispatch::Request(t) => {
+                    if !self.start_on_device(t) {
+                        // No driver tag: the request goes to the dispatch
+                        // list when this run ends; a completion restarts
+                        // the queue.
+                        self.parking.push(t);
+                        let at = self.now + self.m.run_cost;
+                        self.at(at, Ev::Parked(t));
+                        return;
+                    }
+                }
+                Dispatch::IdleUntil(u) => {
+                    self.arm_timer(u);
+                    return;
+                }
+                Dispatch::Empty => {
+                    self.delayed_gen += 1;
+                    let g = self.delayed_gen;
+                    self.at(self.now + 3 * MS, Ev::DelayedRun(g));
+                    return;
+                }
+            }
+        }
+    }
+
+    fn complete(&mut self, slot: usize) {
+        let t = self.device[slot].take().unwrap();
+        self.b.completed(t, self.now);
+        let q = self.reqs[t].take().unwrap();
+        let rs = &mut self.readers[q.reader];
+        if self.now > self.window.0 && self.now <= self.window.1 {
+            rs.bytes += q.sectors as u64 * 512;
+        }
+        rs.to_submit += q.ios;
+        self.schedule_submit(q.reader);
+        // rust-bfq's finish_request.
+        let mut run = false;
+        if let Some(u) = self.b.idling_until() {
+            self.arm_timer(u);
+        } else if self.b.in_flight() == 0 && self.b.has_work() {
+            run = true;
+        }
+        // The freed scheduler tag wakes a sleeper.
+        if let Some(w) = self.tag_waiters.pop_front() {
+            self.readers[w].blocked_on_tag = false;
+            self.schedule_submit(w);
+        }
+        if std::mem::take(&mut self.restart) || run || !self.dispatch_list.is_empty() {
+            self.run_queue();
+        }
+    }
+}
+
+/// The in-guest fairness test: two fio readers (16 KiB, libaio iodepth 8)
+/// under `ionice -c2 -n0` and `-n4` on null_blk with a 2 ms completion
+/// delay and depth 2; bytes over 20 s after a 5 s ramp. Without
+/// `set_device_depth` this gives 1:15 (the guest measured 1:12): the
+/// requests parked on the dispatch list make `hw_tag` say "queueing".
+/// Simulated throughput is 16 MB/s, the guest's 14 to 15.
+fn fairness_run(submit_cost: Nanos) -> (u64, u64) {
+    let m = Machine {
+        sched_tags: 4,
+        depth: 2,
+        service: 2 * MS,
+        max_sectors: 255,
+        run_cost: 30_000,
+    };
+    let reader = |level, start| Reader {
+        level,
+        start,
+        bs: 32,
+        iodepth: 8,
+        submit_cost,
+    };
+    let readers = [reader(0, 1 << 30), reader(4, 0)];
+    let mut s = Sim::new(m, &readers, (5 * SEC, 25 * SEC));
+    s.run(25 * SEC);
+    (s.readers[0].bytes, s.readers[1].bytes)
+}
+
+#[test]
+fn weights_1_to_2_give_bytes_1_to_2() {
+    for cost in [20_000, 100_000, 400_000] {
+        let (hi, lo) = fairness_run(cost);
+        let ratio = hi as f64 / lo.max(1) as f64;
+        eprintln!(
+            "submit cost {cost} ns: level 0 {:.1} MB, level 4 {:.1} MB: ratio {ratio:.3}",
+            hi as f64 / 1e6,
+            lo as f64 / 1e6
+        );
+        assert!((1.7..=2.3).contains(&ratio), "ratio {ratio:.3}");
+    }
+}
