@@ -25,11 +25,23 @@ while IFS=$'\t' read -r id dev sched workload args; do
 		echo "scheduler $sched not offered by $(devname "$dev") (offers: $(schedulers_of "$dev" | tr '\n' ' '))" > "/run/out/runs/$id.err"
 		continue
 	fi
+	# With PROFILE=1 (qemu-bench --profile), perf samples every CPU while
+	# fio runs. Under TCG only the cpu-clock event exists; it cannot fire
+	# while interrupts are off, so time in spin_lock_irqsave() sections is
+	# charged to the _raw_spin_unlock_irqrestore() that ends them.
+	prof=""
+	[ "${PROFILE:-0}" = 1 ] && prof="perf record -q -e cpu-clock -a -g -F 999 -o /tmp/perf.data --"
 	# shellcheck disable=SC2086
-	if ! fio --output-format=json --output="/run/out/runs/$id.json.tmp" \
+	if ! $prof fio --output-format=json --output="/run/out/runs/$id.json.tmp" \
 		--filename="$dev" $args < /dev/null > "/run/out/runs/$id.log" 2>&1; then
 		echo "fio failed: $(tail -3 "/run/out/runs/$id.log" | tr '\n' ' ')" > "/run/out/runs/$id.err"
 		continue
+	fi
+	if [ -n "$prof" ]; then
+		perf report -i /tmp/perf.data --no-children --sort sym --stdio \
+			> "/run/out/runs/$id.perf.txt" 2> "/run/out/runs/$id.perf.err" ||
+			echo "perf report failed: $(tail -2 "/run/out/runs/$id.perf.err")" >> "/run/out/runs/$id.perf.txt"
+		rm -f /tmp/perf.data
 	fi
 	mv "/run/out/runs/$id.json.tmp" "/run/out/runs/$id.json"
 done < "$plan"

@@ -111,6 +111,12 @@ enum Cmd {
         /// Results folder [default: results/<date>-<kernel>[-quick]]
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Also record a perf profile of each fio run (cpu-clock, all CPUs,
+        /// call graphs) into runs/<id>.perf.txt; needs the host's perf
+        /// (Debian: linux-perf). Profiling costs throughput: compare
+        /// profiled runs only with each other.
+        #[arg(long)]
+        profile: bool,
     },
     /// Run the tests: cargo test over the workspace, then the in-guest KTAP suite
     Test {
@@ -181,6 +187,7 @@ fn main() {
             devices,
             workloads,
             out,
+            profile,
         } => qemu_bench(BenchOpts {
             k,
             g,
@@ -192,6 +199,7 @@ fn main() {
             devices,
             workloads,
             out,
+            profile,
         }),
         Cmd::Test {
             k,
@@ -307,7 +315,11 @@ struct BenchOpts {
     devices: Option<Vec<String>>,
     workloads: Option<Vec<String>>,
     out: Option<PathBuf>,
+    profile: bool,
 }
+
+/// The perf the guest runs for `--profile` (the host's, over the 9p root).
+const PERF: &str = "/usr/bin/perf";
 
 fn qemu_bench(o: BenchOpts) -> Result<()> {
     let started_at = Instant::now();
@@ -332,7 +344,16 @@ fn qemu_bench(o: BenchOpts) -> Result<()> {
     }
     let all_devices = bench::load_devices(&root)?;
     if suite.kind == bench::SuiteKind::Startup {
+        if o.profile {
+            bail!("--profile records fio runs; suite {} is a start-up suite", suite.name);
+        }
         return startup_bench(o, suite, all_devices, started_at);
+    }
+    if o.profile && !Path::new(PERF).exists() {
+        bail!(
+            "--profile needs {PERF}, which the guest runs from the host's root: \
+             install it with `apt-get install linux-perf` (as root)"
+        );
     }
     let p = prepare(&o.k, &o.g)?;
     let mut timing = if o.quick { suite.quick } else { suite.full };
@@ -377,7 +398,7 @@ fn qemu_bench(o: BenchOpts) -> Result<()> {
         &devices,
         &all_devices,
         &bench::plan_tsv(&plan, &all_devices)?,
-        "",
+        if o.profile { "PROFILE=1\n" } else { "" },
     )?;
     let per_run = timing.runtime_s + timing.ramp_s + 6;
     let estimate = plan.len() as u64 * per_run as u64 + 60;
