@@ -934,7 +934,7 @@ struct ElevatorData<T: Elevator> {
     merge: UnsafeCell<MergeCtx<T>>,
     /// Number of [`Request`] handles the scheduler holds. Written only with
     /// `lock` held (so a load and a store, no atomic read-modify-write);
-    /// read without it by `has_work`.
+    /// read without it by `has_work` and `bio_merge`.
     held: AtomicUsize,
     queue: *mut bindings::request_queue,
     /// Runs the hardware queues at the time [`Elevator::rerun_at`] asked
@@ -1738,6 +1738,14 @@ impl<T: Elevator> Vtable<T> {
     ) -> bool {
         // SAFETY: The elevator is attached to `q`.
         let data = unsafe { ElevatorData::<T>::from_queue(q) };
+        // A bio merges only into a request the scheduler holds: with none
+        // held, the lock is not taken (mq-deadline and BFQ take theirs for
+        // every bio, and on a fast device the scheduler is mostly empty).
+        // A request inserted meanwhile is a merge missed, not an error: the
+        // bio becomes a request of its own.
+        if data.held.load(Ordering::Relaxed) == 0 {
+            return false;
+        }
         let mut free: *mut bindings::request = ptr::null_mut();
         let merged = {
             let mut guard = data.lock.lock();
