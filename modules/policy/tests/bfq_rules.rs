@@ -1235,17 +1235,23 @@ fn hw_tag_detection_and_idling_without_queueing() {
 
     // Up to five in the driver: a queueing device, for good.
     let mut b = nonrot(64, 3);
+    keep_in_driver(&mut b, 5);
+    assert_eq!(b.hw_tag(), Some(true));
+}
+
+/// 45 sequential requests of issuer 2 queued; then 40 completions, each
+/// after topping the driver up to `n` requests.
+fn keep_in_driver(b: &mut B, n: usize) {
     for t in 0..45 {
         b.insert(t, &read(2, t as u64 * 8, 8), false, 0);
     }
     let mut inflight = std::collections::VecDeque::new();
     for _ in 0..40 {
-        while inflight.len() < 5 {
+        while inflight.len() < n {
             inflight.push_back(tag_of(b.dispatch(0)));
         }
         b.completed(inflight.pop_front().unwrap(), 0);
     }
-    assert_eq!(b.hw_tag(), Some(true));
 }
 
 #[test]
@@ -1256,16 +1262,7 @@ fn hw_tag_counts_no_more_in_the_driver_than_the_device_holds() {
     for (depth, want) in [(0, Some(true)), (2, Some(false)), (4, Some(true))] {
         let mut b = nonrot(64, 3);
         b.set_device_depth(depth);
-        for t in 0..45 {
-            b.insert(t, &read(2, t as u64 * 8, 8), false, 0);
-        }
-        let mut inflight = std::collections::VecDeque::new();
-        for _ in 0..40 {
-            while inflight.len() < 4 {
-                inflight.push_back(tag_of(b.dispatch(0)));
-            }
-            b.completed(inflight.pop_front().unwrap(), 0);
-        }
+        keep_in_driver(&mut b, 4);
         assert_eq!(b.hw_tag(), want, "device depth {depth}");
     }
 }
