@@ -345,7 +345,10 @@ fn qemu_bench(o: BenchOpts) -> Result<()> {
     let all_devices = bench::load_devices(&root)?;
     if suite.kind == bench::SuiteKind::Startup {
         if o.profile {
-            bail!("--profile records fio runs; suite {} is a start-up suite", suite.name);
+            bail!(
+                "--profile records fio runs; suite {} is a start-up suite",
+                suite.name
+            );
         }
         return startup_bench(o, suite, all_devices, started_at);
     }
