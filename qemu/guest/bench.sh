@@ -25,12 +25,12 @@ while IFS=$'\t' read -r id dev sched workload args; do
 		echo "scheduler $sched not offered by $(devname "$dev") (offers: $(schedulers_of "$dev" | tr '\n' ' '))" > "/run/out/runs/$id.err"
 		continue
 	fi
-	# With PROFILE=1 (qemu-bench --profile), perf samples every CPU while
-	# fio runs. Under TCG only the cpu-clock event exists; it cannot fire
+	# With PERF set (qemu-bench --profile: the perf xtask checked), perf
+	# samples every CPU while fio runs. Under TCG only the cpu-clock event exists; it cannot fire
 	# while interrupts are off, so time in spin_lock_irqsave() sections is
 	# charged to the _raw_spin_unlock_irqrestore() that ends them.
 	prof=""
-	[ "${PROFILE:-0}" = 1 ] && prof="perf record -q -e cpu-clock -a -g -F 999 -o /tmp/perf.data --"
+	[ -n "${PERF:-}" ] && prof="$PERF record -q -e cpu-clock -a -g -F 999 -o /tmp/perf.data --"
 	# shellcheck disable=SC2086
 	if ! $prof fio --output-format=json --output="/run/out/runs/$id.json.tmp" \
 		--filename="$dev" $args < /dev/null > "/run/out/runs/$id.log" 2>&1; then
@@ -38,7 +38,7 @@ while IFS=$'\t' read -r id dev sched workload args; do
 		continue
 	fi
 	if [ -n "$prof" ]; then
-		perf report -i /tmp/perf.data --no-children --sort sym --stdio \
+		"$PERF" report -i /tmp/perf.data --no-children --sort sym --stdio \
 			> "/run/out/runs/$id.perf.txt" 2> "/run/out/runs/$id.perf.err" ||
 			echo "perf report failed: $(tail -2 "/run/out/runs/$id.perf.err")" >> "/run/out/runs/$id.perf.txt"
 		rm -f /tmp/perf.data

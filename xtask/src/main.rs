@@ -401,7 +401,11 @@ fn qemu_bench(o: BenchOpts) -> Result<()> {
         &devices,
         &all_devices,
         &bench::plan_tsv(&plan, &all_devices)?,
-        if o.profile { "PROFILE=1\n" } else { "" },
+        &if o.profile {
+            format!("PERF={PERF}\n")
+        } else {
+            String::new()
+        },
     )?;
     let per_run = timing.runtime_s + timing.ramp_s + 6;
     let estimate = plan.len() as u64 * per_run as u64 + 60;
