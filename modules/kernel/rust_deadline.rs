@@ -7,8 +7,8 @@
 //! the block layer onto it through the elevator abstraction
 //! (`kernel::block::mq::elevator`).
 //!
-//! Time is [`elevator::ktime_get_coarse_ns`]: tick resolution, as
-//! mq-deadline's `jiffies`, and no clocksource read per request.
+//! Time is [`elevator::jiffies_ns`]: mq-deadline's `jiffies`, in
+//! nanoseconds, and no clocksource read per request.
 //!
 //! Completions take no lock, as in mq-deadline (`dd_finish_request()`
 //! is one atomic increment): `finish_request` records the request's index
@@ -168,6 +168,7 @@ impl RustDeadline {
 impl RustDeadline {
     /// Tells the policy of the completions recorded since the last call.
     /// The lock must be held: `locked` proves it.
+    #[inline]
     fn catch_up(&self, locked: &mut Locked, now: u64) {
         self.completions
             .drain(|tag| locked.policy.completed(tag, now));
@@ -212,7 +213,7 @@ impl Elevator for RustDeadline {
         requests: &mut Insertion<'_, Self>,
         at_head: bool,
     ) {
-        let now = elevator::ktime_get_coarse_ns();
+        let now = elevator::jiffies_ns();
         self.catch_up(locked, now);
         while let Some(rq) = requests.next() {
             let Err(rq) = requests.try_merge(locked, rq) else {
@@ -248,7 +249,7 @@ impl Elevator for RustDeadline {
     }
 
     fn dispatch_request(&self, locked: &mut Locked, _hctx: &HwQueue) -> Option<Request> {
-        let now = elevator::ktime_get_coarse_ns();
+        let now = elevator::jiffies_ns();
         self.catch_up(locked, now);
         loop {
             match locked.policy.dispatch(now) {

@@ -10,6 +10,7 @@
 #include <linux/blk_types.h>
 #include <linux/blkdev.h>
 #include <linux/iocontext.h>
+#include <linux/jiffies.h>
 #include <linux/list.h>
 #include <linux/timekeeping.h>
 #include "../../block/blk.h"
@@ -44,9 +45,9 @@ u64 rust_helper_blk_time_get_ns(void)
 	return blk_time_get_ns();
 }
 
-u64 rust_helper_ktime_get_coarse_ns(void)
+u64 rust_helper_get_jiffies_64(void)
 {
-	return ktime_get_coarse_ns();
+	return get_jiffies_64();
 }
 
 void rust_helper_INIT_LIST_HEAD(struct list_head *list)

@@ -112,7 +112,8 @@ const ELV_NAME_MAX: usize = bindings::ELV_NAME_MAX as usize;
 /// Monotonic time in nanoseconds (`ktime_get_ns()`).
 ///
 /// Reads the clocksource, which can be slow (an HPET read is a device
-/// access); see [`ktime_get_coarse_ns`] for per-request timestamps.
+/// access); see [`jiffies_ns`] for per-request timestamps.
+#[inline]
 pub fn ktime_get_ns() -> u64 {
     // SAFETY: `ktime_get_ns()` can be called from any context.
     unsafe { bindings::ktime_get_ns() }
@@ -121,18 +122,20 @@ pub fn ktime_get_ns() -> u64 {
 /// The block layer's clock (`blk_time_get_ns()`, what BFQ reads): monotonic
 /// nanoseconds, read once per plug in task context (the plug caches it
 /// until the task sleeps or is preempted), else [`ktime_get_ns`].
+#[inline]
 pub fn blk_time_get_ns() -> u64 {
     // SAFETY: `blk_time_get_ns()` can be called from any context; it only
     // touches the current task's plug in task context.
     unsafe { bindings::blk_time_get_ns() }
 }
 
-/// Monotonic time in nanoseconds as of the last timer tick
-/// (`ktime_get_coarse_ns()`): cheap, with the resolution of `jiffies`,
-/// which is what mq-deadline's deadlines use.
-pub fn ktime_get_coarse_ns() -> u64 {
-    // SAFETY: `ktime_get_coarse_ns()` can be called from any context.
-    unsafe { bindings::ktime_get_coarse_ns() }
+/// The tick count in nanoseconds (`jiffies64_to_nsecs(get_jiffies_64())`):
+/// the time mq-deadline's deadlines use (`jiffies`), a plain load on 64-bit
+/// machines.
+#[inline]
+pub fn jiffies_ns() -> u64 {
+    // SAFETY: Both can be called from any context.
+    unsafe { bindings::jiffies64_to_nsecs(bindings::get_jiffies_64()) }
 }
 
 // ---- the lock ----------------------------------------------------------
@@ -357,6 +360,7 @@ pub enum ReqOp {
 }
 
 impl ReqOp {
+    #[inline]
     fn from_opf(opf: u32) -> Self {
         match opf & bindings::REQ_OP_MASK {
             bindings::req_op_REQ_OP_READ => ReqOp::Read,
@@ -375,22 +379,26 @@ pub struct OpFlags(u32);
 
 impl OpFlags {
     /// The raw `blk_opf_t` value.
+    #[inline]
     pub fn raw(self) -> u32 {
         self.0
     }
 
     /// The operation.
+    #[inline]
     pub fn op(self) -> ReqOp {
         ReqOp::from_opf(self.0)
     }
 
     /// Whether the issuer waits for it (`op_is_sync()`).
+    #[inline]
     pub fn is_sync(self) -> bool {
         // SAFETY: Pure function of its argument.
         unsafe { bindings::op_is_sync(self.0) }
     }
 
     /// Whether data moves to the device (`op_is_write()`).
+    #[inline]
     pub fn is_write(self) -> bool {
         self.0 & 1 != 0
     }
@@ -404,16 +412,19 @@ impl Bio {
     /// # Safety
     ///
     /// `ptr` must point to a live bio for `'a`.
+    #[inline]
     unsafe fn from_raw<'a>(ptr: *mut bindings::bio) -> &'a Self {
         // SAFETY: Transparent wrapper; validity is the caller's guarantee.
         unsafe { &*ptr.cast() }
     }
 
+    #[inline]
     fn as_ptr(&self) -> *mut bindings::bio {
         self.0.get()
     }
 
     /// First sector.
+    #[inline]
     pub fn sector(&self) -> u64 {
         // SAFETY: The bio is live; its iterator is not advanced while it is
         // being merged.
@@ -421,23 +432,27 @@ impl Bio {
     }
 
     /// Length in bytes.
+    #[inline]
     pub fn bytes(&self) -> u32 {
         // SAFETY: As above.
         unsafe { (*self.as_ptr()).bi_iter.bi_size }
     }
 
     /// The sector just past the end (`bio_end_sector()`).
+    #[inline]
     pub fn end_sector(&self) -> u64 {
         self.sector() + u64::from(self.bytes() >> 9)
     }
 
     /// Operation and flags.
+    #[inline]
     pub fn opf(&self) -> OpFlags {
         // SAFETY: The bio is live; `bi_opf` is set before submission.
         OpFlags(unsafe { (*self.as_ptr()).bi_opf })
     }
 
     /// The I/O priority (`bi_ioprio`).
+    #[inline]
     pub fn ioprio(&self) -> u16 {
         // SAFETY: As above.
         unsafe { (*self.as_ptr()).bi_ioprio }
@@ -474,16 +489,19 @@ impl RequestRef {
     /// # Safety
     ///
     /// `ptr` must point to a live request for `'a`.
+    #[inline]
     unsafe fn from_raw<'a>(ptr: *mut bindings::request) -> &'a Self {
         // SAFETY: Transparent wrapper; validity is the caller's guarantee.
         unsafe { &*ptr.cast() }
     }
 
+    #[inline]
     fn as_ptr(&self) -> *mut bindings::request {
         self.0.get()
     }
 
     /// First sector (`blk_rq_pos()`).
+    #[inline]
     pub fn sector(&self) -> u64 {
         // SAFETY: The request is live and the field stable (type
         // invariants).
@@ -491,6 +509,7 @@ impl RequestRef {
     }
 
     /// Length in bytes (`blk_rq_bytes()`).
+    #[inline]
     pub fn bytes(&self) -> u32 {
         // SAFETY: The request is live and the field stable (type
         // invariants).
@@ -498,11 +517,13 @@ impl RequestRef {
     }
 
     /// Length in 512-byte sectors (`blk_rq_sectors()`).
+    #[inline]
     pub fn sectors(&self) -> u32 {
         self.bytes() >> 9
     }
 
     /// Operation and flags (`cmd_flags`).
+    #[inline]
     pub fn opf(&self) -> OpFlags {
         // SAFETY: The request is live and the field stable (type
         // invariants).
@@ -510,16 +531,19 @@ impl RequestRef {
     }
 
     /// The operation (`req_op()`).
+    #[inline]
     pub fn op(&self) -> ReqOp {
         self.opf().op()
     }
 
     /// Whether the issuer waits for it (`rq_is_sync()`).
+    #[inline]
     pub fn is_sync(&self) -> bool {
         self.opf().is_sync()
     }
 
     /// The I/O priority (`req_get_ioprio()`).
+    #[inline]
     pub fn ioprio(&self) -> u16 {
         // SAFETY: The request is live; `req_get_ioprio()` only reads it.
         unsafe { bindings::req_get_ioprio(self.as_ptr()) }
@@ -527,6 +551,7 @@ impl RequestRef {
 
     /// The scheduler tag (`internal_tag`), unique within its hardware queue
     /// (or, with shared scheduler tags, within the queue).
+    #[inline]
     pub fn sched_tag(&self) -> i32 {
         // SAFETY: The request is live and the field stable (type
         // invariants).
@@ -534,12 +559,14 @@ impl RequestRef {
     }
 
     /// The request queue the request belongs to.
+    #[inline]
     pub fn queue(&self) -> &Queue {
         // SAFETY: `q` is set at allocation and outlives the request.
         unsafe { Queue::from_raw(self.queue_ptr()) }
     }
 
     /// The index of the request's hardware queue.
+    #[inline]
     pub fn hw_queue(&self) -> u32 {
         // SAFETY: The request is live and the field stable (type
         // invariants).
@@ -556,6 +583,7 @@ impl RequestRef {
     /// [`Queue::sched_index_bound`]. Every request that reaches the
     /// scheduler has a scheduler tag, so this is `None` only for requests
     /// that bypassed it.
+    #[inline]
     pub fn sched_index(&self) -> Option<usize> {
         let tag = usize::try_from(self.sched_tag()).ok()?;
         if tag >= MAX_SCHED_TAGS {
@@ -566,6 +594,7 @@ impl RequestRef {
 
     /// When the request was started (`start_time_ns`), in
     /// [`ktime_get_ns`] time.
+    #[inline]
     pub fn start_time_ns(&self) -> u64 {
         // SAFETY: The request is live and the field stable (type
         // invariants).
@@ -574,6 +603,7 @@ impl RequestRef {
 
     /// When the request was allocated (`alloc_time_ns`), if the kernel
     /// records it (`CONFIG_BLK_RQ_ALLOC_TIME`).
+    #[inline]
     pub fn alloc_time_ns(&self) -> Option<u64> {
         #[cfg(CONFIG_BLK_RQ_ALLOC_TIME)]
         {
@@ -590,6 +620,7 @@ impl RequestRef {
     /// The scheduler's private word of this request (`rq->elv.priv[0]`).
     /// Not initialised by the block layer: set it in
     /// [`Elevator::prepare_request`] before relying on it.
+    #[inline]
     pub fn private(&self) -> usize {
         // SAFETY: The request is live and the field stable (type
         // invariants).
@@ -597,6 +628,7 @@ impl RequestRef {
     }
 
     /// Sets the scheduler's private word (`rq->elv.priv[0]`).
+    #[inline]
     pub fn set_private(&self, value: usize) {
         // SAFETY: The request is live. `elv.priv[0]` belongs to the elevator
         // and the block layer never touches it; hooks for one request are
@@ -606,12 +638,14 @@ impl RequestRef {
         unsafe { (*self.as_ptr()).elv.priv_[0] = value as *mut c_void };
     }
 
+    #[inline]
     fn queue_ptr(&self) -> *mut bindings::request_queue {
         // SAFETY: The request is live and the field stable (type
         // invariants).
         unsafe { (*self.as_ptr()).q }
     }
 
+    #[inline]
     fn held_state(&self) -> usize {
         // SAFETY: The request is live and the field stable (type
         // invariants).
@@ -621,6 +655,7 @@ impl RequestRef {
     /// # Safety
     ///
     /// The elevator lock of the request's queue must be held.
+    #[inline]
     unsafe fn set_held_state(&self, state: usize) {
         // SAFETY: `elv.priv[1]` is only accessed by this abstraction, with
         // the elevator lock held (guaranteed by the caller).
@@ -649,6 +684,7 @@ unsafe impl Send for Request {}
 
 impl Request {
     /// Gives up the handle without running `Drop`.
+    #[inline]
     fn into_raw(self) -> *mut bindings::request {
         ManuallyDrop::new(self).ptr.as_ptr()
     }
@@ -657,6 +693,7 @@ impl Request {
 impl Deref for Request {
     type Target = RequestRef;
 
+    #[inline]
     fn deref(&self) -> &RequestRef {
         // SAFETY: By the type invariant the request is live while the handle
         // exists.
