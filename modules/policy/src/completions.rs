@@ -55,6 +55,7 @@ impl<S: AsRef<[AtomicU64]>> CompletionLog<S> {
     /// Records that `tag` completed. Lock-free; callable from any context,
     /// concurrently with other `record`s and with one `drain`. Returns
     /// `false` (and records nothing) for a tag out of range.
+    #[inline]
     pub fn record(&self, tag: usize) -> bool {
         let Some(word) = self.words.as_ref().get(tag / 64) else {
             return false;
@@ -68,6 +69,7 @@ impl<S: AsRef<[AtomicU64]>> CompletionLog<S> {
     }
 
     /// Whether no tag may be recorded.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.summary.load(Ordering::Relaxed) == 0
     }
@@ -76,6 +78,7 @@ impl<S: AsRef<[AtomicU64]>> CompletionLog<S> {
     /// word, and forgets them. Must not run concurrently with another
     /// `drain` (call it with the scheduler lock held); `record`s may run
     /// concurrently, and are seen by this drain or the next one.
+    #[inline]
     pub fn drain(&self, mut f: impl FnMut(usize)) {
         if self.summary.load(Ordering::Relaxed) == 0 {
             return;

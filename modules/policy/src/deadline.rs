@@ -144,6 +144,7 @@ impl Default for Slot {
 
 impl Slot {
     /// The sort tree / FIFO index of a sorted request.
+    #[inline]
     fn queue(&self) -> usize {
         self.prio.class.index() * DIRS + self.op.dir()
     }
@@ -182,11 +183,13 @@ enum ListId {
 }
 
 /// `time_after(a, b)`: whether `a` is later than `b`, with wrap-around.
+#[inline]
 fn time_after(a: Nanos, b: Nanos) -> bool {
     (b.wrapping_sub(a) as i64) < 0
 }
 
 /// `time_after_eq(a, b)`, with wrap-around.
+#[inline]
 fn time_after_eq(a: Nanos, b: Nanos) -> bool {
     (a.wrapping_sub(b) as i64) >= 0
 }
@@ -497,24 +500,29 @@ where
 
     // ---- slot access -------------------------------------------------
 
+    #[inline]
     fn slots(&self) -> &[Slot] {
         self.storage.as_ref()
     }
 
+    #[inline]
     fn slots_mut(&mut self) -> &mut [Slot] {
         self.storage.as_mut()
     }
 
     /// The slot of an internal link; links always name valid slots.
+    #[inline]
     fn at(&self, i: u32) -> &Slot {
         &self.slots()[i as usize]
     }
 
+    #[inline]
     fn at_mut(&mut self, i: u32) -> &mut Slot {
         &mut self.slots_mut()[i as usize]
     }
 
     /// Bounds-checks a caller's tag.
+    #[inline]
     fn check(&self, tag: Tag) -> Option<u32> {
         if tag < self.capacity() {
             Some(tag as u32)
@@ -532,6 +540,7 @@ where
     // Children are indexed by side (`LEFT`, `RIGHT`) so that a descent
     // picks the side from a comparison instead of branching on it.
 
+    #[inline]
     fn link(&self, link: Link) -> u32 {
         match link {
             Link::Root(t) => self.trees[t],
@@ -540,6 +549,7 @@ where
     }
 
     /// Points `link` at `to`, and `to` back at its new parent.
+    #[inline]
     fn set_link(&mut self, link: Link, to: u32) {
         let parent = match link {
             Link::Root(t) => {
@@ -557,6 +567,7 @@ where
     }
 
     /// The next node of `x`'s tree in key order, or `NIL`.
+    #[inline]
     fn successor(&self, x: u32) -> u32 {
         let mut cur = self.at(x).child[RIGHT];
         if cur != NIL {
@@ -574,6 +585,7 @@ where
         parent
     }
 
+    #[inline]
     fn next_heap(&mut self) -> u32 {
         self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.rng;
@@ -665,6 +677,7 @@ where
 
     /// The first node of `tree` whose sector is at least `pos`
     /// (C's `deadline_from_pos()`), or `NIL`.
+    #[inline]
     fn lower_bound(&self, tree: usize, pos: Sector) -> u32 {
         let mut cur = self.trees[tree];
         let mut res = NIL;
@@ -679,6 +692,7 @@ where
 
     // ---- lists -------------------------------------------------------
 
+    #[inline]
     fn list(&self, id: ListId) -> List {
         match id {
             ListId::Fifo(i) => self.fifos[i],
@@ -686,6 +700,7 @@ where
         }
     }
 
+    #[inline]
     fn list_mut(&mut self, id: ListId) -> &mut List {
         match id {
             ListId::Fifo(i) => &mut self.fifos[i],
@@ -694,6 +709,7 @@ where
     }
 
     /// Links `x` into list `id` after `after` (`NIL`: at the front).
+    #[inline]
     fn list_insert_after(&mut self, id: ListId, after: u32, x: u32) {
         let next = if after == NIL {
             self.list(id).head
@@ -717,11 +733,13 @@ where
         }
     }
 
+    #[inline]
     fn list_push_back(&mut self, id: ListId, x: u32) {
         let tail = self.list(id).tail;
         self.list_insert_after(id, tail, x);
     }
 
+    #[inline]
     fn list_remove(&mut self, id: ListId, x: u32) {
         let (prev, next) = {
             let s = self.at(x);
@@ -746,6 +764,7 @@ where
 
     /// Takes a queued request off every structure (C's
     /// `deadline_remove_request()`); its state is left to the caller.
+    #[inline]
     fn unqueue(&mut self, x: u32) {
         let s = *self.at(x);
         match s.state {
@@ -761,6 +780,7 @@ where
     }
 
     /// C's `dd_start_request()`: the request leaves for the device.
+    #[inline]
     fn start(&mut self, x: u32) -> Dispatch {
         let (q, sector) = {
             let s = self.at(x);
@@ -781,6 +801,7 @@ where
 
     /// The request no longer belongs to the scheduler (completed, or
     /// merged away): C's `dd_finish_request()`.
+    #[inline]
     fn finish(&mut self, x: u32) {
         let s = self.at_mut(x);
         let owner = usize::from(s.owner).min(LEVELS - 1);
@@ -791,6 +812,7 @@ where
     // ---- dispatch ----------------------------------------------------
 
     /// C's `started_after()`.
+    #[inline]
     fn started_after(&self, x: u32, latest_start: Nanos) -> bool {
         let s = self.at(x);
         let start = s.fifo_time.wrapping_sub(self.fifo_expire[s.op.dir()]);
