@@ -366,10 +366,14 @@ impl Elevator for RustBfq {
         let Some(tag) = rq.sched_index() else {
             return;
         };
+        // Read before taking the lock: outside a plug this is a clocksource
+        // read, slow on some machines (HPET), which would lengthen the
+        // lock's hold time and the other CPUs' spinning with interrupts off.
+        let now = elevator::blk_time_get_ns();
         // As bfq_finish_requeue_request(): completions go through the lock.
         let mut guard = lock.lock();
         let locked = &mut *guard;
-        locked.policy.completed(tag, elevator::blk_time_get_ns());
+        locked.policy.completed(tag, now);
         if let Some(until) = locked.policy.idling_until() {
             // As bfq_completed_request() after bfq_arm_slice_timer(): the
             // device waits for the in-service queue's next request; only
