@@ -46,6 +46,9 @@ struct Reader {
     iodepth: u32,
     /// Time fio takes to submit one I/O after it reaped a completion.
     submit_cost: Nanos,
+    /// Random reads over this many `bs` blocks after `start` (0:
+    /// sequential).
+    random_blocks: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -79,6 +82,8 @@ struct ReaderState {
     blocked_on_tag: bool,
     /// Bytes completed inside the measured window.
     bytes: u64,
+    /// State of the random offset generator.
+    rng: u64,
 }
 
 struct Sim {
@@ -100,6 +105,11 @@ struct Sim {
     readers: Vec<ReaderState>,
     tag_waiters: VecDeque<usize>,
     window: (Nanos, Nanos),
+    /// Time-weighted sums over the window: requests on the device, and
+    /// free device slots while the scheduler held requests.
+    occupancy: u128,
+    withheld: u128,
+    last_sample: Nanos,
 }
 
 impl Sim {
@@ -135,15 +145,34 @@ impl Sim {
                     submit_pending: false,
                     blocked_on_tag: false,
                     bytes: 0,
+                    rng: cfg.start ^ 0x2545_f491_4f6c_dd1d,
                 })
                 .collect(),
             tag_waiters: VecDeque::new(),
             window,
+            occupancy: 0,
+            withheld: 0,
+            last_sample: 0,
         };
         for r in 0..readers.len() {
             s.schedule_submit(r);
         }
         s
+    }
+
+    /// Accounts the time from the last event to `t`.
+    fn sample(&mut self, t: Nanos) {
+        let from = self.last_sample.max(self.window.0);
+        let to = t.min(self.window.1);
+        if to > from {
+            let dt = u128::from(to - from);
+            let busy = self.device.iter().filter(|d| d.is_some()).count();
+            self.occupancy += dt * busy as u128;
+            if self.b.has_work() {
+                self.withheld += dt * (self.m.depth - busy) as u128;
+            }
+        }
+        self.last_sample = t;
     }
 
     fn at(&mut self, t: Nanos, ev: Ev) {
@@ -165,6 +194,7 @@ impl Sim {
             if t > until {
                 break;
             }
+            self.sample(t);
             self.now = t;
             match ev {
                 Ev::Submit(r) => self.submit(r),
@@ -195,6 +225,14 @@ impl Sim {
     /// request if a scheduler tag is free, or the reader sleeps for a tag.
     fn submit(&mut self, r: usize) {
         self.readers[r].submit_pending = false;
+        let rs = &mut self.readers[r];
+        if rs.cfg.random_blocks != 0 {
+            rs.rng = rs
+                .rng
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            rs.next = rs.cfg.start + (rs.rng >> 33) % rs.cfg.random_blocks * u64::from(rs.cfg.bs);
+        }
         let (sector, bs) = (self.readers[r].next, self.readers[r].cfg.bs);
         let merge = (0..self.reqs.len()).find(|&t| {
             matches!(&self.reqs[t], Some(q) if q.reader == r
@@ -356,6 +394,7 @@ fn fairness_run(submit_cost: Nanos) -> (u64, u64) {
         bs: 32,
         iodepth: 8,
         submit_cost,
+        random_blocks: 0,
     };
     let readers = [reader(0, 1 << 30), reader(4, 0)];
     let mut s = Sim::new(m, &readers, (5 * SEC, 25 * SEC));
@@ -375,4 +414,54 @@ fn weights_1_to_2_give_bytes_1_to_2() {
         );
         assert!((1.7..=2.3).contains(&ratio), "ratio {ratio:.3}");
     }
+}
+
+/// The overhead benchmark's workload: two fio jobs of 4 KiB random reads,
+/// iodepth 32 each, on a fast null_blk (depth 64, twice that in scheduler
+/// tags). Returns requests completed in the window, mean device occupancy,
+/// and mean free device slots while the scheduler held requests.
+fn randread_run(service: Nanos, submit_cost: Nanos, strict: bool) -> (u64, f64, f64) {
+    let m = Machine {
+        sched_tags: 128,
+        depth: 64,
+        service,
+        max_sectors: 255,
+        run_cost: 2_000,
+    };
+    let reader = |start| Reader {
+        level: 4,
+        start,
+        bs: 8,
+        iodepth: 32,
+        submit_cost,
+        random_blocks: 1 << 18,
+    };
+    let readers = [reader(0), reader(1 << 30)];
+    let window = (SEC, 2 * SEC);
+    let mut s = Sim::new(m, &readers, window);
+    if strict {
+        s.b.set_tunable("strict_guarantees", "1").unwrap();
+    }
+    s.run(window.1);
+    let span = (window.1 - window.0) as f64;
+    let reqs = s.readers.iter().map(|r| r.bytes / 4096).sum();
+    (reqs, s.occupancy as f64 / span, s.withheld as f64 / span)
+}
+
+#[test]
+fn randread_keeps_the_device_busy() {
+    // Two symmetric random readers: nothing to idle for (seeky queues on a
+    // queueing device, equal weights), so the policy must fill the device
+    // whenever it holds requests. In the guest rust-bfq gets fewer IOPS
+    // than C bfq here; this shows it is not the policy holding requests back.
+    let (reqs, occ, withheld) = randread_run(1_000_000, 5_000, false);
+    eprintln!("{reqs} requests, device occupancy {occ:.1}, free slots while holding {withheld:.3}");
+    assert!(withheld < 0.1, "free slots while holding {withheld:.3}");
+    assert!(occ > 60.0, "occupancy {occ:.1}");
+    // The measure sees idling: with strict guarantees the policy idles.
+    let (_, _, withheld) = randread_run(1_000_000, 5_000, true);
+    assert!(
+        withheld > 1.0,
+        "strict: free slots while holding {withheld:.3}"
+    );
 }
