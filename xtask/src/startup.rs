@@ -137,6 +137,10 @@ pub fn plan_tsv(plan: &[PlannedStartup], devices: &BTreeMap<String, Device>) -> 
 pub struct StartupMeasured {
     /// Seconds to read the application's files cold.
     pub startup_s: f64,
+    /// The same, just before, with the device to itself (no readers):
+    /// the floor. Absent in results written before it was measured.
+    #[serde(default)]
+    pub alone_s: Option<f64>,
     pub app_files: u64,
     pub app_bytes: u64,
     /// Bytes the device read during the start-up (application + readers).
@@ -149,6 +153,8 @@ pub struct StartupMeasured {
 #[derive(Deserialize)]
 struct GuestStartup {
     startup_s: f64,
+    #[serde(default)]
+    alone_s: Option<f64>,
     app_files: u64,
     app_bytes: u64,
     window_read_bytes: u64,
@@ -161,12 +167,18 @@ pub fn parse_run(startup_json: &str, readers_json: &str) -> Result<StartupMeasur
     if !(g.startup_s.is_finite() && g.startup_s > 0.0) {
         bail!("implausible start-up time {}", g.startup_s);
     }
+    if let Some(a) = g.alone_s {
+        if !(a.is_finite() && a > 0.0) {
+            bail!("implausible start-up time with no readers {a}");
+        }
+    }
     if g.app_files == 0 || g.app_bytes == 0 {
         bail!("the application had no files");
     }
     let readers = parse_fio(readers_json).context("the readers' fio output")?;
     Ok(StartupMeasured {
         startup_s: g.startup_s,
+        alone_s: g.alone_s,
         app_files: g.app_files,
         app_bytes: g.app_bytes,
         window_read_bytes: g.window_read_bytes,
@@ -225,6 +237,16 @@ pub struct StartupSummary {
     pub startup_max_s: f64,
     pub readers_mb_s_mean: f64,
     pub readers_mb_s_sd: f64,
+    /// Mean and sample standard deviation of the start-up time with no
+    /// readers (null when not measured).
+    #[serde(default)]
+    pub alone_mean_s: Option<f64>,
+    #[serde(default)]
+    pub alone_sd_s: Option<f64>,
+    /// The start-up time under the readers / with none, per run: how much
+    /// the readers slow the start-up (null when not measured).
+    #[serde(default)]
+    pub slowdown: Option<Ratio>,
     /// This scheduler's start-up time / the reference's in the same
     /// repeat, keyed by reference scheduler (`mq-deadline`, `bfq`).
     pub ratio_to: BTreeMap<String, Ratio>,
@@ -266,6 +288,25 @@ pub fn summarize(runs: &[StartupRun], schedulers: &[String]) -> Vec<StartupSumma
             let (startup_mean_s, startup_sd_s) = mean_sd(&times);
             let (readers_mb_s_mean, readers_mb_s_sd) =
                 mean_sd(&ms.iter().map(|(_, m)| m.readers_mb_s).collect::<Vec<_>>());
+            let alone: Vec<f64> = ms.iter().filter_map(|(_, m)| m.alone_s).collect();
+            let (alone_mean_s, alone_sd_s) = if alone.is_empty() {
+                (None, None)
+            } else {
+                let (m, sd) = mean_sd(&alone);
+                (Some(m), Some(sd))
+            };
+            let slowdowns: Vec<f64> = ms
+                .iter()
+                .filter_map(|(_, m)| Some(m.startup_s / m.alone_s?))
+                .collect();
+            let slowdown = (!slowdowns.is_empty()).then(|| {
+                let (mean, sd) = mean_sd(&slowdowns);
+                Ratio {
+                    mean,
+                    sd,
+                    n: slowdowns.len(),
+                }
+            });
             let mut ratio_to = BTreeMap::new();
             for (name, base) in &refs {
                 let ratios: Vec<f64> = ms
@@ -295,6 +336,9 @@ pub fn summarize(runs: &[StartupRun], schedulers: &[String]) -> Vec<StartupSumma
                 startup_max_s: times.iter().copied().fold(f64::NAN, f64::max),
                 readers_mb_s_mean,
                 readers_mb_s_sd,
+                alone_mean_s,
+                alone_sd_s,
+                slowdown,
                 ratio_to,
             });
         }
@@ -349,7 +393,8 @@ pub fn table_markdown(res: &StartupResults) -> String {
                 s,
                 "\n#### {} ({}) — start-up under {} readers\n\n\
                  | scheduler | start-up s (mean ± sd) | min–max s | vs mq-deadline | vs bfq | \
-                 readers MB/s (mean ± sd) | runs |\n|---|---:|---:|---:|---:|---:|---:|\n",
+                 alone s (mean ± sd) | × alone | readers MB/s (mean ± sd) | runs |\n\
+                 |---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
                 row.device, path, res.startup.readers
             );
             last = Some(&row.device);
@@ -359,9 +404,13 @@ pub fn table_markdown(res: &StartupResults) -> String {
         } else {
             String::new()
         };
+        let alone = match (row.alone_mean_s, row.alone_sd_s) {
+            (Some(m), Some(sd)) => format!("{} ± {}", f(m, 2), f(sd, 2)),
+            _ => "-".into(),
+        };
         let _ = writeln!(
             s,
-            "| {} | {} ± {} | {}–{} | {} | {} | {} ± {} | {}{} |",
+            "| {} | {} ± {} | {}–{} | {} | {} | {} | {} | {} ± {} | {}{} |",
             row.scheduler,
             f(row.startup_mean_s, 2),
             f(row.startup_sd_s, 2),
@@ -369,6 +418,8 @@ pub fn table_markdown(res: &StartupResults) -> String {
             f(row.startup_max_s, 2),
             ratio_cell(row.ratio_to.get("mq-deadline")),
             ratio_cell(row.ratio_to.get("bfq")),
+            alone,
+            ratio_cell(row.slowdown.as_ref()),
             f(row.readers_mb_s_mean, 1),
             f(row.readers_mb_s_sd, 1),
             row.runs,
@@ -546,12 +597,15 @@ pub fn write_report(dir: &Path, res: &StartupResults) -> Result<()> {
     );
     let _ = writeln!(
         md,
-        "\nEach run: select the scheduler, drop caches, start the readers, let them run \
-         for the head start, drop caches again, then time `tar -cf - app | cat > /dev/null` \
-         over the application's folder (ext4, mounted noatime). Runs are interleaved (every \
-         scheduler once per repeat, order rotated between repeats). \"vs X\" is the mean \
-         over repeats of this scheduler's start-up time divided by X's in the same repeat \
-         (below 1: faster than X). Readers' MB/s is their aggregate over the whole run.\n"
+        "\nEach run: select the scheduler, drop caches, time `tar -cf - app | cat > /dev/null` \
+         over the application's folder (ext4, mounted noatime) with the device to itself \
+         (\"alone\": the floor no scheduler can beat), drop caches, start the readers, let \
+         them run for the head start, drop caches again, then time the same start-up under \
+         them. Runs are interleaved (every scheduler once per repeat, order rotated between \
+         repeats). \"vs X\" is the mean over repeats of this scheduler's start-up time \
+         divided by X's in the same repeat (below 1: faster than X); \"× alone\" is the mean \
+         over runs of the start-up time under the readers divided by the same run's time \
+         alone. Readers' MB/s is their aggregate over the whole run.\n"
     );
     let failed: Vec<_> = res.runs.iter().filter(|r| !r.ok).collect();
     if !failed.is_empty() {
@@ -639,9 +693,18 @@ mod tests {
 
     #[test]
     fn run_files_are_parsed_and_checked() {
-        let g = r#"{"startup_s": 2.5, "app_files": 150, "app_bytes": 3000000, "window_read_bytes": 90000000}"#;
+        let g = r#"{"startup_s": 2.5, "alone_s": 0.5, "app_files": 150, "app_bytes": 3000000, "window_read_bytes": 90000000}"#;
         let m = parse_run(g, FIO).unwrap();
         assert_eq!(m.startup_s, 2.5);
+        assert_eq!(m.alone_s, Some(0.5));
+        // Results of guests that did not measure it yet.
+        let old = r#"{"startup_s": 2.5, "app_files": 150, "app_bytes": 3000000, "window_read_bytes": 90000000}"#;
+        assert_eq!(parse_run(old, FIO).unwrap().alone_s, None);
+        assert!(parse_run(
+            r#"{"startup_s": 2.5, "alone_s": 0, "app_files": 1, "app_bytes": 1, "window_read_bytes": 0}"#,
+            FIO
+        )
+        .is_err());
         assert_eq!(m.app_files, 150);
         assert!((m.readers_mb_s - 12800.0 * 1024.0 / 1e6).abs() < 1e-9);
         assert!(parse_run(g, "").is_err());
@@ -666,6 +729,7 @@ mod tests {
             error: t.is_none().then(|| "x".to_string()),
             measured: t.map(|t| StartupMeasured {
                 startup_s: t,
+                alone_s: Some(t / 4.0),
                 app_files: 1,
                 app_bytes: 1,
                 window_read_bytes: 0,
@@ -734,6 +798,9 @@ mod tests {
             summary: s.clone(),
         });
         assert!(t.contains("| mq-deadline | 15.00 ± 7.07 | 10.00–20.00 | 1.00 ± 0.00 |"));
+        // Every run's floor was a quarter of its loaded time.
+        assert!(t.contains("| 3.75 ± 1.77 | 4.00 ± 0.00 |"), "{t}");
+        assert_eq!(md.slowdown.as_ref().map(|r| r.n), Some(2));
         assert!(t.contains("| 3 (1 failed) |"));
         let rows: Vec<&StartupSummary> = s.iter().collect();
         let rs: Vec<&StartupRun> = runs.iter().collect();
