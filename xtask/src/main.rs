@@ -321,6 +321,107 @@ struct BenchOpts {
 /// The perf the guest runs for `--profile` (the host's, over the 9p root).
 const PERF: &str = "/usr/bin/perf";
 
+impl BenchOpts {
+    /// The suite's timing (full or quick), with `--repeats` and
+    /// `--runtime` applied.
+    fn timing(&self, suite: &bench::Suite) -> bench::Timing {
+        let mut timing = if self.quick { suite.quick } else { suite.full };
+        if let Some(r) = self.repeats {
+            timing.repeats = r.max(1);
+        }
+        if let Some(r) = self.runtime {
+            timing.runtime_s = r.max(1);
+        }
+        timing
+    }
+
+    /// `--devices`, or the suite's; each must be a known guest device.
+    fn devices(
+        &self,
+        suite: &bench::Suite,
+        all: &std::collections::BTreeMap<String, bench::Device>,
+    ) -> Result<Vec<String>> {
+        let devices = self
+            .devices
+            .clone()
+            .unwrap_or_else(|| suite.devices.clone());
+        for d in &devices {
+            if !all.contains_key(d) {
+                bail!(
+                    "unknown device {d:?}; known: {}",
+                    all.keys().cloned().collect::<Vec<_>>().join(", ")
+                );
+            }
+        }
+        Ok(devices)
+    }
+
+    /// `--schedulers`, or the built-in ones and every elevator module built.
+    fn schedulers(&self, p: &Prepared) -> Vec<String> {
+        self.schedulers.clone().unwrap_or_else(|| {
+            BUILTIN_SCHEDULERS
+                .iter()
+                .map(|s| s.to_string())
+                .chain(elevators(p))
+                .collect()
+        })
+    }
+
+    /// `--out`, or `results/<date>-<kernel>[-<tag>][-quick]`.
+    fn out_dir(&self, root: &Path, p: &Prepared, tag: Option<&str>) -> PathBuf {
+        match &self.out {
+            Some(d) => d.clone(),
+            None => root.join("results").join(format!(
+                "{}-{}{}{}",
+                now("+%Y-%m-%dT%H%M"),
+                p.kernel.release,
+                tag.map(|t| format!("-{t}")).unwrap_or_default(),
+                if self.quick { "-quick" } else { "" }
+            )),
+        }
+    }
+
+    /// The guest boot of a benchmark whose job folder is `out`.
+    fn boot<'a>(&self, p: &'a Prepared, out: &'a Path, timeout: Duration) -> qemu::Boot<'a> {
+        qemu::Boot {
+            kernel: &p.kernel,
+            accel: p.accel,
+            disks: Some(&p.disks),
+            out,
+            job: "bench",
+            timeout,
+            console_log: out.join("console.log"),
+            memory_mb: self.g.memory,
+            cpus: self.g.cpus,
+            cmdline_extra: String::new(),
+        }
+    }
+}
+
+/// The end of a benchmark: `results.json`, the report (written by
+/// `report`), the tables on stdout, then the verdict.
+#[allow(clippy::too_many_arguments)]
+fn finish_bench(
+    out: &Path,
+    results_json: String,
+    report: impl FnOnce() -> Result<()>,
+    table: String,
+    started_at: Instant,
+    boot: &qemu::Boot,
+    r: &qemu::BootResult,
+    (failed, total): (usize, usize),
+) -> Result<()> {
+    fs::write(out.join("results.json"), results_json)?;
+    report()?;
+    println!("{table}");
+    note(&format!(
+        "report: {}  (wall time {})",
+        out.join("report.md").display(),
+        util::human_secs(started_at.elapsed().as_secs())
+    ));
+    bench_verdict(boot, r, failed, total)
+}
+
 fn qemu_bench(o: BenchOpts) -> Result<()> {
     let started_at = Instant::now();
     let root = util::repo_root();
@@ -358,43 +459,15 @@ fn qemu_bench(o: BenchOpts) -> Result<()> {
              install it with `apt-get install linux-perf` (as root)"
         );
     }
+    let devices = o.devices(&suite, &all_devices)?;
     let p = prepare(&o.k, &o.g)?;
-    let mut timing = if o.quick { suite.quick } else { suite.full };
-    if let Some(r) = o.repeats {
-        timing.repeats = r.max(1);
-    }
-    if let Some(r) = o.runtime {
-        timing.runtime_s = r.max(1);
-    }
-    let schedulers: Vec<String> = o.schedulers.clone().unwrap_or_else(|| {
-        BUILTIN_SCHEDULERS
-            .iter()
-            .map(|s| s.to_string())
-            .chain(elevators(&p))
-            .collect()
-    });
+    let timing = o.timing(&suite);
+    let schedulers = o.schedulers(&p);
     if !schedulers.iter().any(|s| s == "none") {
         bail!("--schedulers must include none: every figure is a ratio to it");
     }
-    let devices = o.devices.clone().unwrap_or_else(|| suite.devices.clone());
-    for d in &devices {
-        if !all_devices.contains_key(d) {
-            bail!(
-                "unknown device {d:?}; known: {}",
-                all_devices.keys().cloned().collect::<Vec<_>>().join(", ")
-            );
-        }
-    }
     let plan = bench::plan(&suite, &devices, &schedulers, timing);
-    let out = match &o.out {
-        Some(d) => d.clone(),
-        None => root.join("results").join(format!(
-            "{}-{}{}",
-            now("+%Y-%m-%dT%H%M"),
-            p.kernel.release,
-            if o.quick { "-quick" } else { "" }
-        )),
-    };
+    let out = o.out_dir(&root, &p, None);
     let used = write_bench_job(
         &out,
         &p,
@@ -423,18 +496,7 @@ fn qemu_bench(o: BenchOpts) -> Result<()> {
     ));
     note(&format!("results: {}", out.display()));
     let started = now("-Iseconds");
-    let boot = qemu::Boot {
-        kernel: &p.kernel,
-        accel: p.accel,
-        disks: Some(&p.disks),
-        out: &out,
-        job: "bench",
-        timeout: Duration::from_secs(estimate * 2 + 300),
-        console_log: out.join("console.log"),
-        memory_mb: o.g.memory,
-        cpus: o.g.cpus,
-        cmdline_extra: String::new(),
-    };
+    let boot = o.boot(&p, &out, Duration::from_secs(estimate * 2 + 300));
     let r = boot.run()?;
     let finished = now("-Iseconds");
     let mut runs = Vec::new();
@@ -482,19 +544,17 @@ fn qemu_bench(o: BenchOpts) -> Result<()> {
         runs,
         summary,
     };
-    fs::write(
-        out.join("results.json"),
-        serde_json::to_string_pretty(&res)?,
-    )?;
-    report::write(&out, &res)?;
-    println!("{}", bench::table_markdown(&res));
     let failed = res.runs.iter().filter(|r| !r.ok).count();
-    note(&format!(
-        "report: {}  (wall time {})",
-        out.join("report.md").display(),
-        util::human_secs(started_at.elapsed().as_secs())
-    ));
-    bench_verdict(&boot, &r, failed, res.runs.len())
+    finish_bench(
+        &out,
+        serde_json::to_string_pretty(&res)?,
+        || report::write(&out, &res),
+        bench::table_markdown(&res),
+        started_at,
+        &boot,
+        &r,
+        (failed, res.runs.len()),
+    )
 }
 
 /// `qemu-bench` for a `kind = "startup"` suite: start-up time under
@@ -511,30 +571,10 @@ fn startup_bench(
         .clone()
         .context("startup suite without [startup]")?;
     spec.validate()?;
-    let mut timing = if o.quick { suite.quick } else { suite.full };
-    if let Some(r) = o.repeats {
-        timing.repeats = r.max(1);
-    }
-    if let Some(r) = o.runtime {
-        timing.runtime_s = r.max(1);
-    }
-    let devices = o.devices.clone().unwrap_or_else(|| suite.devices.clone());
-    for d in &devices {
-        if !all_devices.contains_key(d) {
-            bail!(
-                "unknown device {d:?}; known: {}",
-                all_devices.keys().cloned().collect::<Vec<_>>().join(", ")
-            );
-        }
-    }
+    let timing = o.timing(&suite);
+    let devices = o.devices(&suite, &all_devices)?;
     let p = prepare(&o.k, &o.g)?;
-    let schedulers: Vec<String> = o.schedulers.clone().unwrap_or_else(|| {
-        BUILTIN_SCHEDULERS
-            .iter()
-            .map(|s| s.to_string())
-            .chain(elevators(&p))
-            .collect()
-    });
+    let schedulers = o.schedulers(&p);
     for need in startup::REFERENCES
         .iter()
         .map(|s| s.to_string())
@@ -548,16 +588,7 @@ fn startup_bench(
         }
     }
     let plan = startup::plan(&devices, &schedulers, timing.repeats);
-    let out = match &o.out {
-        Some(d) => d.clone(),
-        None => root.join("results").join(format!(
-            "{}-{}-{}{}",
-            now("+%Y-%m-%dT%H%M"),
-            p.kernel.release,
-            suite.name,
-            if o.quick { "-quick" } else { "" }
-        )),
-    };
+    let out = o.out_dir(&root, &p, Some(&suite.name));
     let used = write_bench_job(
         &out,
         &p,
@@ -582,18 +613,7 @@ fn startup_bench(
     ));
     note(&format!("results: {}", out.display()));
     let started = now("-Iseconds");
-    let boot = qemu::Boot {
-        kernel: &p.kernel,
-        accel: p.accel,
-        disks: Some(&p.disks),
-        out: &out,
-        job: "bench",
-        timeout: Duration::from_secs(timeout),
-        console_log: out.join("console.log"),
-        memory_mb: o.g.memory,
-        cpus: o.g.cpus,
-        cmdline_extra: String::new(),
-    };
+    let boot = o.boot(&p, &out, Duration::from_secs(timeout));
     let r = boot.run()?;
     let finished = now("-Iseconds");
     let runs: Vec<startup::StartupRun> = plan
@@ -629,19 +649,17 @@ fn startup_bench(
         runs,
         summary,
     };
-    fs::write(
-        out.join("results.json"),
-        serde_json::to_string_pretty(&res)?,
-    )?;
-    startup::write_report(&out, &res)?;
-    println!("{}", startup::table_markdown(&res));
-    note(&format!(
-        "report: {}  (wall time {})",
-        out.join("report.md").display(),
-        util::human_secs(started_at.elapsed().as_secs())
-    ));
     let failed = res.runs.iter().filter(|r| !r.ok).count();
-    bench_verdict(&boot, &r, failed, res.runs.len())
+    finish_bench(
+        &out,
+        serde_json::to_string_pretty(&res)?,
+        || startup::write_report(&out, &res),
+        startup::table_markdown(&res),
+        started_at,
+        &boot,
+        &r,
+        (failed, res.runs.len()),
+    )
 }
 
 /// Lays out a benchmark's job folder for the guest: an empty `runs/`, the
