@@ -190,9 +190,62 @@ rmmod_in_use() {
 	fi
 }
 
-# Tunable name, mq-deadline-compatible value range (lo..hi), and values
-# outside it. "nr" is the queue's nr_requests.
-rd_bad_values="abc 12abc 0x 1.5 -1 2147483648 99999999999999999999"
+# Garbage, negative and overflowing values every tunable must reject.
+bad_values="abc 12abc 0x 1.5 -1 2147483648 99999999999999999999"
+
+# The first subtest of a tunables test: select the C scheduler and the Rust
+# one on queue $1 in turn; the Rust one must list the same tunables with the
+# same values. Prints the plan (one subtest per tunable more) and subtest 1;
+# sets $names to the Rust scheduler's tunables. Fails (returns 1, having
+# printed why) when either cannot be selected.
+same_tunables_as() { # device C-scheduler Rust-scheduler
+	local dev=$1 c=$2 rust=$3 q t c_names c_defaults="" defaults=""
+	q=/sys/block/$(devname "$dev")/queue
+	set_sched "$dev" "$c" || { out "    1..1"; out "    not ok 1 select_${c//-/_}"; return 1; }
+	c_names=$(ls "$q/iosched" | sort | tr '\n' ' ')
+	for t in $c_names; do c_defaults="$c_defaults $t=$(cat "$q/iosched/$t")"; done
+	set_sched "$dev" "$rust" || { out "    1..1"; out "    not ok 1 select_${rust//-/_}"; return 1; }
+	names=$(ls "$q/iosched" | sort | tr '\n' ' ')
+	for t in $names; do defaults="$defaults $t=$(cat "$q/iosched/$t")"; done
+	out "    1..$(( $(echo $names | wc -w) + 1 ))"
+	if [ "$names" = "$c_names" ] && [ "$defaults" = "$c_defaults" ]; then
+		out "    #$defaults"
+		out "    ok 1 same_names_and_defaults_as_${c//-/_}"
+	else
+		out "    # $c:$c_defaults"
+		out "    # $rust:$defaults"
+		out "    not ok 1 same_names_and_defaults_as_${c//-/_}"
+	fi
+}
+
+# Subtest $1 on tunable file $2: every value after the third argument, and
+# an empty line, is refused with EINVAL and leaves the value as it was; the
+# valid value $3 is taken; the old value is put back.
+tunable_case() { # n file good bad...
+	local n=$1 f=$2 good=$3 before v fails=""
+	shift 3
+	before=$(cat "$f")
+	for v in "$@" ""; do
+		if echo "$v" > "$f" 2>/tmp/tun.err; then
+			fails="$fails accepted:'$v'"
+		elif ! grep -q "Invalid argument" /tmp/tun.err; then
+			fails="$fails errno:'$v':$(tr '\n' ' ' < /tmp/tun.err)"
+		fi
+		if [ "$(cat "$f")" != "$before" ]; then
+			fails="$fails changed:'$v'->$(cat "$f")"
+			echo "$before" > "$f"
+		fi
+	done
+	if ! echo "$good" > "$f" 2>/tmp/tun.err || [ "$(cat "$f")" != "$good" ]; then
+		fails="$fails rejected_valid:'$good'->$(cat "$f")"
+	fi
+	echo "$before" > "$f"
+	if [ -z "$fails" ] && [ "$(cat "$f")" = "$before" ]; then
+		out "    ok $n $(basename "$f")"
+	else
+		out "    not ok $n $(basename "$f") #$fails"
+	fi
+}
 
 # --- tunables_reject_bad_input: every rust-deadline tunable has
 # mq-deadline's name and default, rejects garbage, negative and
@@ -203,60 +256,20 @@ tunables_reject_bad_input() {
 		out "    1..0"
 		return
 	fi
-	local dev=${DEVICES%% *} q n=0 t
+	local dev=${DEVICES%% *} q n=1 t names nr f extra good
 	q=/sys/block/$(devname "$dev")/queue
-	# mq-deadline's names and defaults on this device.
-	set_sched "$dev" mq-deadline || { out "    not ok 1 select_mq_deadline"; return; }
-	local mq_names mq_defaults=""
-	mq_names=$(ls "$q/iosched" | sort | tr '\n' ' ')
-	for t in $mq_names; do mq_defaults="$mq_defaults $t=$(cat "$q/iosched/$t")"; done
-	set_sched "$dev" "$RD" || { out "    not ok 1 select_rust_deadline"; return; }
-	local names defaults=""
-	names=$(ls "$q/iosched" | sort | tr '\n' ' ')
-	for t in $names; do defaults="$defaults $t=$(cat "$q/iosched/$t")"; done
-	out "    1..$(( $(echo $names | wc -w) + 1 ))"
-	n=1
-	if [ "$names" = "$mq_names" ] && [ "$defaults" = "$mq_defaults" ]; then
-		out "    #$defaults"
-		out "    ok 1 same_names_and_defaults_as_mq_deadline"
-	else
-		out "    # mq-deadline:$mq_defaults"
-		out "    # $RD:$defaults"
-		out "    not ok 1 same_names_and_defaults_as_mq_deadline"
-	fi
-	local nr
+	same_tunables_as "$dev" mq-deadline "$RD" || return
 	nr=$(cat "$q/nr_requests")
 	for t in $names; do
 		n=$((n + 1))
-		local f=$q/iosched/$t before extra good fails=""
-		before=$(cat "$f")
+		f=$q/iosched/$t
 		case $t in
 		front_merges) extra="2"; good=0 ;;
 		async_depth) extra="0 $((nr + 1))"; good=$((nr / 2)) ;;
 		fifo_batch) extra="0"; good=8 ;;
-		*) extra=""; good=$((before + 7)) ;;
+		*) extra=""; good=$(( $(cat "$f") + 7 )) ;;
 		esac
-		local v err
-		for v in $rd_bad_values $extra ""; do
-			if echo "$v" > "$f" 2>/tmp/tun.err; then
-				fails="$fails accepted:'$v'"
-			elif ! grep -q "Invalid argument" /tmp/tun.err; then
-				fails="$fails errno:'$v':$(tr '\n' ' ' < /tmp/tun.err)"
-			fi
-			if [ "$(cat "$f")" != "$before" ]; then
-				fails="$fails changed:'$v'->$(cat "$f")"
-				echo "$before" > "$f"
-			fi
-		done
-		if ! echo "$good" > "$f" 2>/tmp/tun.err || [ "$(cat "$f")" != "$good" ]; then
-			fails="$fails rejected_valid:'$good'->$(cat "$f")"
-		fi
-		echo "$before" > "$f"
-		if [ -z "$fails" ] && [ "$(cat "$f")" = "$before" ]; then
-			out "    ok $n $t"
-		else
-			out "    not ok $n $t #$fails"
-		fi
+		tunable_case $n "$f" "$good" $bad_values $extra
 	done
 }
 
@@ -518,57 +531,22 @@ bfq_tunables() {
 		out "    1..0"
 		return
 	fi
-	local dev=${DEVICES%% *} q n t
+	local dev=${DEVICES%% *} q n=1 t names f extra good bad
 	q=/sys/block/$(devname "$dev")/queue
-	set_sched "$dev" bfq || { out "    1..1"; out "    not ok 1 select_bfq"; return; }
-	local c_names c_defaults=""
-	c_names=$(ls "$q/iosched" | sort | tr '\n' ' ')
-	for t in $c_names; do c_defaults="$c_defaults $t=$(cat "$q/iosched/$t")"; done
-	set_sched "$dev" "$RB" || { out "    1..1"; out "    not ok 1 select_rust_bfq"; return; }
-	local names defaults=""
-	names=$(ls "$q/iosched" | sort | tr '\n' ' ')
-	for t in $names; do defaults="$defaults $t=$(cat "$q/iosched/$t")"; done
-	out "    1..$(( $(echo $names | wc -w) + 1 ))"
-	if [ "$names" = "$c_names" ] && [ "$defaults" = "$c_defaults" ]; then
-		out "    #$defaults"
-		out "    ok 1 same_names_and_defaults_as_bfq"
-	else
-		out "    # bfq:$c_defaults"
-		out "    # $RB:$defaults"
-		out "    not ok 1 same_names_and_defaults_as_bfq"
-	fi
-	n=1
+	same_tunables_as "$dev" bfq "$RB" || return
 	for t in $names; do
 		n=$((n + 1))
-		local f=$q/iosched/$t before extra good v fails=""
-		before=$(cat "$f")
+		f=$q/iosched/$t
 		case $t in
-		low_latency|strict_guarantees) extra="2"; good=$((1 - before)) ;;
-		fifo_expire_sync|fifo_expire_async|back_seek_penalty|timeout_sync) extra="0"; good=$((before + 7)) ;;
-		slice_idle_us) extra="4294967296"; good=$((before + 7)) ;;
-		*) extra=""; good=$((before + 7)) ;;
+		low_latency|strict_guarantees) extra="2"; good=$((1 - $(cat "$f"))) ;;
+		fifo_expire_sync|fifo_expire_async|back_seek_penalty|timeout_sync) extra="0"; good=$(( $(cat "$f") + 7 )) ;;
+		slice_idle_us) extra="4294967296"; good=$(( $(cat "$f") + 7 )) ;;
+		*) extra=""; good=$(( $(cat "$f") + 7 )) ;;
 		esac
-		for v in abc 12abc 0x 1.5 -1 2147483648 99999999999999999999 $extra ""; do
-			[ "$t" = slice_idle_us ] && [ "$v" = 2147483648 ] && continue
-			if echo "$v" > "$f" 2>/tmp/tun.err; then
-				fails="$fails accepted:'$v'"
-			elif ! grep -q "Invalid argument" /tmp/tun.err; then
-				fails="$fails errno:'$v':$(tr '\n' ' ' < /tmp/tun.err)"
-			fi
-			if [ "$(cat "$f")" != "$before" ]; then
-				fails="$fails changed:'$v'->$(cat "$f")"
-				echo "$before" > "$f"
-			fi
-		done
-		if ! echo "$good" > "$f" 2>/tmp/tun.err || [ "$(cat "$f")" != "$good" ]; then
-			fails="$fails rejected_valid:'$good'->$(cat "$f")"
-		fi
-		echo "$before" > "$f"
-		if [ -z "$fails" ] && [ "$(cat "$f")" = "$before" ]; then
-			out "    ok $n $t"
-		else
-			out "    not ok $n $t #$fails"
-		fi
+		bad=$bad_values
+		# 2^31 µs is in slice_idle_us's range (0 to UINT_MAX, as in C bfq).
+		[ "$t" = slice_idle_us ] && bad=${bad/2147483648/}
+		tunable_case $n "$f" "$good" $bad $extra
 	done
 	set_sched "$dev" none
 }
