@@ -37,7 +37,7 @@
 //! async requests use their context's queue, not shared per-priority
 //! async queues.
 
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use kernel::block::mq::elevator::{
     self, Bio, BioMerge, DepthUpdate, Elevator, HwQueue, Insertion, IoCq, LockOnDemand, MergeKind,
     OpFlags, Queue, ReqOp, Request, RequestRef,
@@ -170,6 +170,10 @@ struct RustBfq {
     depth_limits: [AtomicU32; 4],
     /// The scheduler tags per hardware queue (`nr_requests`).
     nr_requests: AtomicU32,
+    /// When each request completed, by scheduler index, as the block layer
+    /// gave it to `completed_request` (0: not given), for `finish_request`,
+    /// which follows, to take instead of reading the clock again.
+    completion_ns: KVVec<AtomicU64>,
 }
 
 fn limit_index(read: bool, sync: bool) -> usize {
@@ -269,9 +273,14 @@ impl Elevator for RustBfq {
         // One hardware queue's depth, not the sum over them: null_blk's
         // poll queue, for one, takes no normal I/O.
         policy.set_device_depth(queue.hw_queue_depth());
+        let mut completion_ns = KVVec::with_capacity(capacity, GFP_KERNEL)?;
+        for _ in 0..capacity {
+            completion_ns.push(AtomicU64::new(0), GFP_KERNEL)?;
+        }
         let shared = RustBfq {
             depth_limits: Default::default(),
             nr_requests: AtomicU32::new(queue.nr_requests()),
+            completion_ns,
         };
         let locked = Locked {
             policy,
@@ -362,14 +371,30 @@ impl Elevator for RustBfq {
         locked.idle_until
     }
 
+    fn completed_request(&self, rq: &RequestRef, now_ns: u64) {
+        if let Some(t) = rq.sched_index().and_then(|i| self.completion_ns.get(i)) {
+            t.store(now_ns, Ordering::Relaxed);
+        }
+    }
+
     fn finish_request(&self, rq: &RequestRef, lock: LockOnDemand<'_, Self>) {
         let Some(tag) = rq.sched_index() else {
             return;
         };
-        // Read before taking the lock: outside a plug this is a clocksource
-        // read, slow on some machines (HPET), which would lengthen the
-        // lock's hold time and the other CPUs' spinning with interrupts off.
-        let now = elevator::blk_time_get_ns();
+        // The completion time the block layer read for this request, just
+        // before; a request freed without completing (merged away, say) has
+        // none. Else read before taking the lock: outside a plug this is a
+        // clocksource read, slow on some machines (an HPET read costs about
+        // as much as the rest of the completion under TCG), which would
+        // lengthen the lock's hold time. C BFQ reads it again, under its lock.
+        let now = match self
+            .completion_ns
+            .get(tag)
+            .map(|t| t.swap(0, Ordering::Relaxed))
+        {
+            Some(t) if t != 0 => t,
+            _ => elevator::blk_time_get_ns(),
+        };
         // As bfq_finish_requeue_request(): completions go through the lock.
         let mut guard = lock.lock();
         let locked = &mut *guard;

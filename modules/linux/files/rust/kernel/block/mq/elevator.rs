@@ -824,8 +824,10 @@ pub trait Elevator: Sized + Send + Sync + 'static {
     }
 
     /// A dispatched request completed on the device at `now_ns`
-    /// (`completed_request`). Called without the lock, in the completion
-    /// path (possibly hard-IRQ context).
+    /// (`completed_request`), the [`blk_time_get_ns`] time the block layer
+    /// read for its own accounting; [`Elevator::finish_request`] follows
+    /// for the request. Called without the lock, in the completion path
+    /// (possibly hard-IRQ context).
     fn completed_request(&self, _rq: &RequestRef, _now_ns: u64) {
         crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
     }
