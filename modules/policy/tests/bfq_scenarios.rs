@@ -1,18 +1,54 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Whole scenarios of the in-guest tests, run against the BFQ-like policy
-//! in simulated time: a small model of what blk-mq and the rust-bfq module
-//! do around the policy (scheduler tags, the device's depth, bio back
-//! merges, the dispatch list and restart, the idle timer), a device that
-//! completes every request a fixed time after it starts, and fio-like
-//! readers. Deterministic: the same run gives the same bytes.
+//! Whole scenarios of the in-guest tests and benchmarks, run against the
+//! BFQ-like policy (and, for the start-up, the deadline one) in simulated
+//! time: a small model of what blk-mq and the modules do around the policy
+//! (scheduler tags, the device's depth, bio back merges, the dispatch list
+//! and restart, the idle timer), a device that completes every request a
+//! fixed time after it starts, fio-like readers and an application reading
+//! files one at a time. Deterministic: the same run gives the same bytes.
 
 use ironlift_policy::bfq::{Bfq, IssuerSlot, ReqSlot};
+use ironlift_policy::deadline::{Deadline, Slot};
 use ironlift_policy::{Dispatch, IoPrio, Nanos, Op, Policy, PrioClass, RequestDesc, NSEC_PER_MSEC};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 type B = Bfq<Vec<ReqSlot>, Vec<IssuerSlot>>;
+type D = Deadline<Vec<Slot>>;
+
+/// What the simulation needs of a policy beyond [`Policy`]: what its module
+/// does on a completion.
+trait SimPolicy: Policy {
+    /// The end of the idle slice the policy waits in, if it idles.
+    fn idling_until(&self) -> Option<Nanos> {
+        None
+    }
+    /// Whether a completion must run the queue (rust-bfq's
+    /// `finish_request` does when nothing is left in the driver).
+    fn run_on_completion(&self) -> bool {
+        false
+    }
+    fn check(&self) -> Result<(), &'static str>;
+}
+
+impl SimPolicy for B {
+    fn idling_until(&self) -> Option<Nanos> {
+        Bfq::idling_until(self)
+    }
+    fn run_on_completion(&self) -> bool {
+        self.in_flight() == 0 && self.has_work()
+    }
+    fn check(&self) -> Result<(), &'static str> {
+        self.check_invariants()
+    }
+}
+
+impl SimPolicy for D {
+    fn check(&self) -> Result<(), &'static str> {
+        self.check_invariants()
+    }
+}
 
 const MS: Nanos = NSEC_PER_MSEC;
 const SEC: Nanos = 1000 * MS;
@@ -49,6 +85,11 @@ struct Reader {
     /// Random reads over this many `bs` blocks after `start` (0:
     /// sequential).
     random_blocks: u64,
+    /// An application instead of fio: `count` reads one at a time, of 8 to
+    /// 128 sectors (log-uniform), each after the previous one completed
+    /// and `submit_cost` of CPU, starting at `start_at`. 0: a greedy reader.
+    count: u32,
+    start_at: Nanos,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -84,11 +125,15 @@ struct ReaderState {
     bytes: u64,
     /// State of the random offset generator.
     rng: u64,
+    /// I/Os submitted (for an application).
+    submitted: u32,
+    /// When an application's last read completed.
+    done_at: Option<Nanos>,
 }
 
-struct Sim {
+struct Sim<P> {
     m: Machine,
-    b: B,
+    b: P,
     now: Nanos,
     seq: u64,
     events: BinaryHeap<Reverse<(Nanos, u64, Ev)>>,
@@ -112,16 +157,27 @@ struct Sim {
     last_sample: Nanos,
 }
 
-impl Sim {
-    fn new(m: Machine, readers: &[Reader], window: (Nanos, Nanos)) -> Self {
-        let mut b = Bfq::new(
-            vec![ReqSlot::default(); m.sched_tags],
-            vec![IssuerSlot::default(); readers.len() + 1],
-        )
-        .unwrap();
-        // What rust-bfq's init_sched tells it about null_blk.
-        b.set_nonrotational(true);
-        b.set_device_depth(m.depth as u32);
+/// rust-bfq's policy as its init_sched sets it up on null_blk.
+fn bfq(m: &Machine, issuers: usize) -> B {
+    let mut b = Bfq::new(
+        vec![ReqSlot::default(); m.sched_tags],
+        vec![IssuerSlot::default(); issuers + 1],
+    )
+    .unwrap();
+    b.set_nonrotational(true);
+    b.set_device_depth(m.depth as u32);
+    b
+}
+
+/// rust-deadline's policy at `nr_requests` = the scheduler tags.
+fn deadline(m: &Machine) -> D {
+    let mut d = Deadline::new(vec![Slot::default(); m.sched_tags]).unwrap();
+    d.depth_updated(m.sched_tags as u32);
+    d
+}
+
+impl<P: SimPolicy> Sim<P> {
+    fn new(m: Machine, b: P, readers: &[Reader], window: (Nanos, Nanos)) -> Self {
         let mut s = Sim {
             m,
             b,
@@ -146,6 +202,8 @@ impl Sim {
                     blocked_on_tag: false,
                     bytes: 0,
                     rng: cfg.start ^ 0x2545_f491_4f6c_dd1d,
+                    submitted: 0,
+                    done_at: None,
                 })
                 .collect(),
             tag_waiters: VecDeque::new(),
@@ -154,8 +212,14 @@ impl Sim {
             withheld: 0,
             last_sample: 0,
         };
-        for r in 0..readers.len() {
-            s.schedule_submit(r);
+        for (r, cfg) in readers.iter().enumerate() {
+            if cfg.count != 0 {
+                s.readers[r].to_submit = 1;
+                s.readers[r].submit_pending = true;
+                s.at(cfg.start_at, Ev::Submit(r));
+            } else {
+                s.schedule_submit(r);
+            }
         }
         s
     }
@@ -214,7 +278,7 @@ impl Sim {
                 }
                 _ => {}
             }
-            if let Err(e) = self.b.check_invariants() {
+            if let Err(e) = self.b.check() {
                 panic!("invariant broken at {} ns: {e}", self.now);
             }
         }
@@ -226,7 +290,17 @@ impl Sim {
     fn submit(&mut self, r: usize) {
         self.readers[r].submit_pending = false;
         let rs = &mut self.readers[r];
-        if rs.cfg.random_blocks != 0 {
+        if rs.cfg.count != 0 {
+            // The application's next file: a gap, then 4 to 64 KiB.
+            rs.rng = rs
+                .rng
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let ln = ((rs.rng >> 33) % 1000) as f64 / 1000.0 * (16f64).ln();
+            rs.cfg.bs = (8.0 * ln.exp()) as u32;
+            rs.next += 8 * ((rs.rng >> 20) % 4);
+            rs.submitted += 1;
+        } else if rs.cfg.random_blocks != 0 {
             rs.rng = rs
                 .rng
                 .wrapping_mul(6364136223846793005)
@@ -354,13 +428,17 @@ impl Sim {
         if self.now > self.window.0 && self.now <= self.window.1 {
             rs.bytes += q.sectors as u64 * 512;
         }
-        rs.to_submit += q.ios;
-        self.schedule_submit(q.reader);
-        // rust-bfq's finish_request.
+        if rs.cfg.count != 0 && rs.submitted >= rs.cfg.count {
+            rs.done_at = Some(self.now);
+        } else {
+            rs.to_submit += q.ios;
+            self.schedule_submit(q.reader);
+        }
+        // The module's finish_request.
         let mut run = false;
         if let Some(u) = self.b.idling_until() {
             self.arm_timer(u);
-        } else if self.b.in_flight() == 0 && self.b.has_work() {
+        } else if self.b.run_on_completion() {
             run = true;
         }
         // The freed scheduler tag wakes a sleeper.
@@ -395,9 +473,11 @@ fn fairness_run(submit_cost: Nanos) -> (u64, u64) {
         iodepth: 8,
         submit_cost,
         random_blocks: 0,
+        count: 0,
+        start_at: 0,
     };
     let readers = [reader(0, 1 << 30), reader(4, 0)];
-    let mut s = Sim::new(m, &readers, (5 * SEC, 25 * SEC));
+    let mut s = Sim::new(m, bfq(&m, readers.len()), &readers, (5 * SEC, 25 * SEC));
     s.run(25 * SEC);
     (s.readers[0].bytes, s.readers[1].bytes)
 }
@@ -435,10 +515,12 @@ fn randread_run(service: Nanos, submit_cost: Nanos, strict: bool) -> (u64, f64, 
         iodepth: 32,
         submit_cost,
         random_blocks: 1 << 18,
+        count: 0,
+        start_at: 0,
     };
     let readers = [reader(0), reader(1 << 30)];
     let window = (SEC, 2 * SEC);
-    let mut s = Sim::new(m, &readers, window);
+    let mut s = Sim::new(m, bfq(&m, readers.len()), &readers, window);
     if strict {
         s.b.set_tunable("strict_guarantees", "1").unwrap();
     }
@@ -464,4 +546,98 @@ fn randread_keeps_the_device_busy() {
         withheld > 1.0,
         "strict: free slots while holding {withheld:.3}"
     );
+}
+
+/// The startup suite on nullb-slow: an application reading `APP_READS`
+/// files one at a time (`think` of CPU between them: tar, cat and ext4 under
+/// TCG) while 4 greedy sequential readers (64 KiB, iodepth 2) have run for a
+/// head start; and the same application alone. Returns (loaded, alone)
+/// start-up times.
+fn startup_run<P: SimPolicy>(make: impl Fn(&Machine, usize) -> P, think: Nanos) -> (Nanos, Nanos) {
+    const APP_READS: u32 = 170;
+    let m = Machine {
+        sched_tags: 64,
+        depth: 2,
+        service: 2 * MS,
+        max_sectors: 255,
+        run_cost: 30_000,
+    };
+    let reader = |start| Reader {
+        level: 4,
+        start,
+        bs: 128,
+        iodepth: 2,
+        submit_cost: 20_000,
+        random_blocks: 0,
+        count: 0,
+        start_at: 0,
+    };
+    let head_start = 10 * SEC;
+    let app = Reader {
+        level: 4,
+        start: 1 << 20,
+        bs: 8,
+        iodepth: 1,
+        submit_cost: think,
+        random_blocks: 0,
+        count: APP_READS,
+        start_at: head_start,
+    };
+    let time = |readers: &[Reader], start_at| {
+        let mut s = Sim::new(m, make(&m, readers.len()), readers, (0, 0));
+        let app = readers.len() - 1;
+        s.run(start_at + 60 * SEC);
+        s.readers[app].done_at.expect("the application finished") - start_at
+    };
+    let loaded = time(
+        &[
+            reader(1 << 22),
+            reader(1 << 23),
+            reader(1 << 24),
+            reader(1 << 25),
+            app,
+        ],
+        head_start,
+    );
+    let alone = time(&[Reader { start_at: 0, ..app }], 0);
+    (loaded, alone)
+}
+
+#[test]
+fn startup_under_readers_bfq_near_alone_deadline_not() {
+    // The guest's startup suite (session 5): alone 0.96 s; loaded, rust-bfq
+    // 1.01 x alone, mq-deadline 2.74 x, rust-deadline 2.89 x. The think time
+    // makes the simulated alone time the guest's.
+    let think = 3_600_000;
+    let (b_loaded, b_alone) = startup_run(bfq, think);
+    let (d_loaded, d_alone) = startup_run(|m, _| deadline(m), think);
+    let ms = |t: Nanos| t as f64 / 1e6;
+    let (bx, dx) = (
+        b_loaded as f64 / b_alone as f64,
+        d_loaded as f64 / d_alone as f64,
+    );
+    eprintln!(
+        "alone {:.0} ms; loaded: bfq {:.0} ms ({bx:.2} x alone), deadline {:.0} ms ({dx:.2} x alone)",
+        ms(b_alone),
+        ms(b_loaded),
+        ms(d_loaded)
+    );
+    assert_eq!(b_alone, d_alone, "alone, the policy does not matter");
+    assert!(bx < 1.15, "bfq {bx:.2} x alone");
+    assert!(dx > 1.8, "deadline {dx:.2} x alone");
+    // Idling for the application is what brings it to the floor: without
+    // it (weight raising alone) each of its reads waits for the readers'
+    // requests in the device (1.43 x alone).
+    let no_idle = |m: &Machine, n| {
+        let mut b = bfq(m, n);
+        b.set_tunable("slice_idle", "0").unwrap();
+        b
+    };
+    let (n_loaded, n_alone) = startup_run(no_idle, think);
+    let nx = n_loaded as f64 / n_alone as f64;
+    eprintln!(
+        "bfq with slice_idle 0: {:.0} ms ({nx:.2} x alone)",
+        ms(n_loaded)
+    );
+    assert!(nx > 1.3, "bfq without idling {nx:.2} x alone");
 }
