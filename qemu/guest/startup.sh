@@ -120,9 +120,9 @@ startup_run() { # id device scheduler mountpoint
 	local fio_rc=$?
 	# The same start-up with the device to itself: the floor no scheduler
 	# can beat, against which the loaded start-up is a slowdown. Measured
-	# after, not before: a cold read of the application just before the
-	# readers start made mq-deadline's loaded start-up 30 % slower (3.4 s
-	# against 2.5 s, 4 repeats each), and BFQ's no slower.
+	# after, not before: timed just before the readers started, it once
+	# made mq-deadline's loaded start-up 30 % slower (3.4 s against 2.5 s,
+	# 4 repeats each; BFQ's no slower), which later tries did not repeat.
 	local a0=0 a1=0
 	if [ $rc = 0 ] && [ $alive = 1 ]; then
 		sync

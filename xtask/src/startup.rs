@@ -137,8 +137,9 @@ pub fn plan_tsv(plan: &[PlannedStartup], devices: &BTreeMap<String, Device>) -> 
 pub struct StartupMeasured {
     /// Seconds to read the application's files cold.
     pub startup_s: f64,
-    /// The same, just before, with the device to itself (no readers):
-    /// the floor. Absent in results written before it was measured.
+    /// The same, right after, with the readers stopped (the device to
+    /// itself): the floor. Absent in results written before it was
+    /// measured.
     #[serde(default)]
     pub alone_s: Option<f64>,
     pub app_files: u64,
@@ -597,11 +598,11 @@ pub fn write_report(dir: &Path, res: &StartupResults) -> Result<()> {
     );
     let _ = writeln!(
         md,
-        "\nEach run: select the scheduler, drop caches, time `tar -cf - app | cat > /dev/null` \
-         over the application's folder (ext4, mounted noatime) with the device to itself \
-         (\"alone\": the floor no scheduler can beat), drop caches, start the readers, let \
-         them run for the head start, drop caches again, then time the same start-up under \
-         them. Runs are interleaved (every scheduler once per repeat, order rotated between \
+        "\nEach run: select the scheduler, drop caches, start the readers, let them run \
+         for the head start, drop caches again, then time `tar -cf - app | cat > /dev/null` \
+         over the application's folder (ext4, mounted noatime); then stop the readers, drop \
+         caches and time the same start-up with the device to itself (\"alone\": the floor \
+         no scheduler can beat). Runs are interleaved (every scheduler once per repeat, order rotated between \
          repeats). \"vs X\" is the mean over repeats of this scheduler's start-up time \
          divided by X's in the same repeat (below 1: faster than X); \"× alone\" is the mean \
          over runs of the start-up time under the readers divided by the same run's time \
