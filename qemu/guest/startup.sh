@@ -28,6 +28,20 @@ mkdir -p /run/out/runs
 # Sectors read from a device so far (/sys/block/<dev>/stat, field 3).
 sectors_read() { awk '{ print $3 }' "/sys/block/$(devname "$1")/stat"; }
 
+# Loads the tools the start-up runs (from the 9p root, not the device under
+# test), so that its timing covers the application's reads only.
+load_tools() {
+	tar --version > /dev/null; cat --version > /dev/null
+	timeout --version > /dev/null
+}
+
+# The start-up: the application's folder under mountpoint $1, read whole,
+# within STARTUP_CAP_S (rc 124 beyond). The loaded and the alone start-up
+# must be the same command to compare.
+read_app() { # mountpoint
+	timeout "$STARTUP_CAP_S" bash -c 'tar -cf - -C "$1" app | cat > /dev/null' _ "$1"
+}
+
 # Makes the file system and the files on a device, mounted at $2.
 prepare_device() { # device mountpoint
 	local dev=$1 mnt=$2
@@ -103,14 +117,11 @@ startup_run() { # id device scheduler mountpoint
 		return
 	fi
 	echo 3 > /proc/sys/vm/drop_caches
-	# Load the tools now (from the 9p root, not this device), so the timing
-	# covers the application's reads only.
-	tar --version > /dev/null; cat --version > /dev/null
-	timeout --version > /dev/null
+	load_tools
 	local w0 w1 t0 t1 rc=0
 	w0=$(sectors_read "$dev")
 	t0=$EPOCHREALTIME
-	timeout "$STARTUP_CAP_S" bash -c 'tar -cf - -C "$1" app | cat > /dev/null' _ "$mnt" || rc=$?
+	read_app "$mnt" || rc=$?
 	t1=$EPOCHREALTIME
 	w1=$(sectors_read "$dev")
 	local alive=1
@@ -127,10 +138,9 @@ startup_run() { # id device scheduler mountpoint
 	if [ $rc = 0 ] && [ $alive = 1 ]; then
 		sync
 		echo 3 > /proc/sys/vm/drop_caches
-		tar --version > /dev/null; cat --version > /dev/null
-		timeout --version > /dev/null
+		load_tools
 		a0=$EPOCHREALTIME
-		if ! timeout "$STARTUP_CAP_S" bash -c 'tar -cf - -C "$1" app | cat > /dev/null' _ "$mnt"; then
+		if ! read_app "$mnt"; then
 			echo "reading the application's files with no readers failed or took longer than ${STARTUP_CAP_S}s under $sched" > "$r.err"
 			return
 		fi
