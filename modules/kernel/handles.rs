@@ -20,17 +20,23 @@ pub(crate) fn policy_op(op: ReqOp) -> Op {
     }
 }
 
+/// A vector of `n` values made by `f`, for element types that are not
+/// `Clone` (atomics, request handles), so `extend_with()` cannot fill it.
+pub(crate) fn kvvec_from_fn<T>(n: usize, f: impl Fn() -> T) -> Result<KVVec<T>> {
+    let mut v = KVVec::with_capacity(n, GFP_KERNEL)?;
+    for _ in 0..n {
+        v.push(f(), GFP_KERNEL)?;
+    }
+    Ok(v)
+}
+
 /// The handle of each request the scheduler holds, by scheduler index.
 pub(crate) struct Handles(KVVec<Option<Request>>);
 
 impl Handles {
     /// Room for `capacity` scheduler indexes, all empty.
     pub(crate) fn new(capacity: usize) -> Result<Self> {
-        let mut v = KVVec::with_capacity(capacity, GFP_KERNEL)?;
-        for _ in 0..capacity {
-            v.push(None, GFP_KERNEL)?;
-        }
-        Ok(Handles(v))
+        Ok(Handles(kvvec_from_fn(capacity, || None)?))
     }
 
     /// How many scheduler indexes there is room for.

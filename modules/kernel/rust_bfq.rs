@@ -58,7 +58,7 @@ mod types;
 mod handles;
 
 use bfq::{Bfq, IssuerSlot, ReqSlot};
-use handles::{policy_op, Handles};
+use handles::{kvvec_from_fn, policy_op, Handles};
 use types::{Dispatch, IoPrio, IssuerId, Op, Policy, RequestDesc, TunableError};
 
 module! {
@@ -273,14 +273,10 @@ impl Elevator for RustBfq {
         // One hardware queue's depth, not the sum over them: null_blk's
         // poll queue, for one, takes no normal I/O.
         policy.set_device_depth(queue.hw_queue_depth());
-        let mut completion_ns = KVVec::with_capacity(capacity, GFP_KERNEL)?;
-        for _ in 0..capacity {
-            completion_ns.push(AtomicU64::new(0), GFP_KERNEL)?;
-        }
         let shared = RustBfq {
             depth_limits: Default::default(),
             nr_requests: AtomicU32::new(queue.nr_requests()),
-            completion_ns,
+            completion_ns: kvvec_from_fn(capacity, || AtomicU64::new(0))?,
         };
         let locked = Locked {
             policy,

@@ -54,7 +54,7 @@ mod handles;
 
 use completions::{words_for, CompletionLog};
 use deadline::{Deadline, Slot};
-use handles::{policy_op, Handles};
+use handles::{kvvec_from_fn, policy_op, Handles};
 use types::{Dispatch, IoPrio, Op, Policy, RequestDesc, TunableError};
 
 module! {
@@ -192,10 +192,7 @@ impl Elevator for RustDeadline {
         let mut slots = KVVec::with_capacity(capacity, GFP_KERNEL)?;
         slots.extend_with(capacity, Slot::default(), GFP_KERNEL)?;
         let requests = Handles::new(capacity)?;
-        let mut words = KVVec::with_capacity(words_for(capacity), GFP_KERNEL)?;
-        for _ in 0..words_for(capacity) {
-            words.push(AtomicU64::new(0), GFP_KERNEL)?;
-        }
+        let words = kvvec_from_fn(words_for(capacity), || AtomicU64::new(0))?;
         let mut policy = Deadline::new(Slots(slots)).map_err(|_| EINVAL)?;
         policy.depth_updated(queue.nr_requests());
         let shared = RustDeadline {
