@@ -548,17 +548,34 @@ fn randread_keeps_the_device_busy() {
     );
 }
 
-/// The startup suite on nullb-slow: an application reading `APP_READS`
-/// files one at a time (`think` of CPU between them: tar, cat and ext4 under
-/// TCG) while 4 greedy sequential readers (64 KiB, iodepth 2) have run for a
-/// head start; and the same application alone. Returns (loaded, alone)
-/// start-up times.
-fn startup_run<P: SimPolicy>(make: impl Fn(&Machine, usize) -> P, think: Nanos) -> (Nanos, Nanos) {
+/// The device under the startup suite (null_blk, depth 2, a timer
+/// completion `service` after dispatch) and the readers' head start.
+#[derive(Clone, Copy, Debug)]
+struct StartupDevice {
+    service: Nanos,
+    head_start: Nanos,
+}
+
+/// nullb-slow with the head start of sessions 4 and 5.
+const NULLB_SLOW: StartupDevice = StartupDevice {
+    service: 2 * MS,
+    head_start: 10 * SEC,
+};
+
+/// The startup suite: an application reading `APP_READS` files one at a
+/// time (`think` of CPU between them: tar, cat and ext4 under TCG) while 4
+/// greedy sequential readers (64 KiB, iodepth 2) have run for a head start;
+/// and the same application alone. Returns (loaded, alone) start-up times.
+fn startup_run<P: SimPolicy>(
+    make: impl Fn(&Machine, usize) -> P,
+    think: Nanos,
+    dev: StartupDevice,
+) -> (Nanos, Nanos) {
     const APP_READS: u32 = 170;
     let m = Machine {
         sched_tags: 64,
         depth: 2,
-        service: 2 * MS,
+        service: dev.service,
         max_sectors: 255,
         run_cost: 30_000,
     };
@@ -572,7 +589,7 @@ fn startup_run<P: SimPolicy>(make: impl Fn(&Machine, usize) -> P, think: Nanos) 
         count: 0,
         start_at: 0,
     };
-    let head_start = 10 * SEC;
+    let head_start = dev.head_start;
     let app = Reader {
         level: 4,
         start: 1 << 20,
@@ -609,8 +626,8 @@ fn startup_under_readers_bfq_near_alone_deadline_not() {
     // 1.01 x alone, mq-deadline 2.74 x, rust-deadline 2.89 x. The think time
     // makes the simulated alone time the guest's.
     let think = 3_600_000;
-    let (b_loaded, b_alone) = startup_run(bfq, think);
-    let (d_loaded, d_alone) = startup_run(|m, _| deadline(m), think);
+    let (b_loaded, b_alone) = startup_run(bfq, think, NULLB_SLOW);
+    let (d_loaded, d_alone) = startup_run(|m, _| deadline(m), think, NULLB_SLOW);
     let ms = |t: Nanos| t as f64 / 1e6;
     let (bx, dx) = (
         b_loaded as f64 / b_alone as f64,
@@ -633,11 +650,53 @@ fn startup_under_readers_bfq_near_alone_deadline_not() {
         b.set_tunable("slice_idle", "0").unwrap();
         b
     };
-    let (n_loaded, n_alone) = startup_run(no_idle, think);
+    let (n_loaded, n_alone) = startup_run(no_idle, think, NULLB_SLOW);
     let nx = n_loaded as f64 / n_alone as f64;
     eprintln!(
         "bfq with slice_idle 0: {:.0} ms ({nx:.2} x alone)",
         ms(n_loaded)
     );
     assert!(nx > 1.3, "bfq without idling {nx:.2} x alone");
+}
+
+#[test]
+fn startup_on_8ms_device_after_weight_raising() {
+    // The startup suite's device since session 6: 8 ms per request, where
+    // the application's I/O, not its CPU time, makes most of its start-up.
+    // The think time is the 2 ms device's (the same CPU work).
+    let think = 3_600_000;
+    let past = StartupDevice {
+        service: 8 * MS,
+        head_start: 26 * SEC,
+    };
+    let (b_loaded, alone) = startup_run(bfq, think, past);
+    let (d_loaded, _) = startup_run(|m, _| deadline(m), think, past);
+    let ms = |t: Nanos| t as f64 / 1e6;
+    let (bx, floor) = (
+        b_loaded as f64 / d_loaded as f64,
+        alone as f64 / d_loaded as f64,
+    );
+    eprintln!(
+        "8 ms, 26 s head start: alone {:.0} ms; bfq {:.0} ms, deadline {:.0} ms: \
+         bfq {bx:.3} x deadline (floor {floor:.3})",
+        ms(alone),
+        ms(b_loaded),
+        ms(d_loaded)
+    );
+    assert!(b_loaded < alone * 115 / 100, "bfq {:.0} ms", ms(b_loaded));
+    assert!(bx < 0.3, "bfq {bx:.3} x deadline");
+    // With the 10 s head start of the 2 ms device the readers' own weight
+    // raising has not ended (on a slower device BFQ raises for longer, up
+    // to 25 s) and they share the drive with the application as equals.
+    let early = StartupDevice {
+        head_start: 10 * SEC,
+        ..past
+    };
+    let (e_loaded, _) = startup_run(bfq, think, early);
+    let ex = e_loaded as f64 / alone as f64;
+    eprintln!(
+        "8 ms, 10 s head start: bfq {:.0} ms ({ex:.2} x alone)",
+        ms(e_loaded)
+    );
+    assert!(ex > 1.5, "bfq after 10 s {ex:.2} x alone");
 }
