@@ -659,7 +659,9 @@ mod tests {
         let slow = &all["nullb-slow"];
         assert_eq!(slow.path, "/dev/nullb1");
         let env = nullb_env(&all).unwrap();
-        assert!(env.starts_with("NULLB_EXTRA='1'\n"), "{env}");
+        // In the order of the devices' names: nullb-8ms, nullb-slow.
+        assert!(env.starts_with("NULLB_EXTRA='2 1'\n"), "{env}");
+        assert!(env.contains("NULLB2_COMPLETION_NSEC=8000000\n"), "{env}");
         assert!(env.contains("NULLB1_IRQMODE=2\n"));
         assert!(env.contains("NULLB1_MEMORY_BACKED=1\n"));
         let n = slow.null_blk.as_ref().unwrap();
