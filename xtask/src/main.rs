@@ -801,8 +801,6 @@ const GUEST_TESTS: &[&str] = &[
 /// and the startup suite: slow and shallow, so requests wait in the scheduler.
 const SLOW_DEVICE: &str = "nullb-slow";
 
-/// The schedulers the fairness test judges: C BFQ, and the Rust one once
-/// modules/kernel/Kbuild builds it (then it must be offered and pass).
 /// The schedulers the fairness test judges: ours with weights. C bfq is
 /// measured beside them as the reference, not judged.
 fn fairness_schedulers(elevators: &[String]) -> Vec<String> {
@@ -933,7 +931,8 @@ fn guest_tests(k: &KernelArgs, g: &GuestArgs, tests: &[String]) -> Result<GuestO
             slow.path,
             shell_words(fairness_schedulers(&elevators(&p))),
             p.kernel.flavor.name(),
-            bench::nullb_env(&devices)?,
+            // The tests use only the slow device of the extra null_blks.
+            bench::nullb_env([(&SLOW_DEVICE.to_string(), slow)])?,
         ),
     )?;
     step(&format!(
