@@ -620,26 +620,38 @@ fn startup_run<P: SimPolicy>(
     (loaded, alone)
 }
 
+/// The application's CPU time between reads under TCG: it makes the
+/// simulated alone time on nullb-slow the guest's.
+const APP_THINK: Nanos = 3_600_000;
+
+/// The startup suite on `dev` under the BFQ and the deadline policy:
+/// (bfq, deadline, alone) start-up times.
+fn startup_both(dev: StartupDevice) -> (Nanos, Nanos, Nanos) {
+    let (b_loaded, b_alone) = startup_run(bfq, APP_THINK, dev);
+    let (d_loaded, d_alone) = startup_run(|m, _| deadline(m), APP_THINK, dev);
+    assert_eq!(b_alone, d_alone, "alone, the policy does not matter");
+    (b_loaded, d_loaded, b_alone)
+}
+
+fn ms(t: Nanos) -> f64 {
+    t as f64 / 1e6
+}
+
 #[test]
 fn startup_under_readers_bfq_near_alone_deadline_not() {
     // The guest's startup suite (session 5): alone 0.96 s; loaded, rust-bfq
-    // 1.01 x alone, mq-deadline 2.74 x, rust-deadline 2.89 x. The think time
-    // makes the simulated alone time the guest's.
-    let think = 3_600_000;
-    let (b_loaded, b_alone) = startup_run(bfq, think, NULLB_SLOW);
-    let (d_loaded, d_alone) = startup_run(|m, _| deadline(m), think, NULLB_SLOW);
-    let ms = |t: Nanos| t as f64 / 1e6;
+    // 1.01 x alone, mq-deadline 2.74 x, rust-deadline 2.89 x.
+    let (b_loaded, d_loaded, alone) = startup_both(NULLB_SLOW);
     let (bx, dx) = (
-        b_loaded as f64 / b_alone as f64,
-        d_loaded as f64 / d_alone as f64,
+        b_loaded as f64 / alone as f64,
+        d_loaded as f64 / alone as f64,
     );
     eprintln!(
         "alone {:.0} ms; loaded: bfq {:.0} ms ({bx:.2} x alone), deadline {:.0} ms ({dx:.2} x alone)",
-        ms(b_alone),
+        ms(alone),
         ms(b_loaded),
         ms(d_loaded)
     );
-    assert_eq!(b_alone, d_alone, "alone, the policy does not matter");
     assert!(bx < 1.15, "bfq {bx:.2} x alone");
     assert!(dx > 1.8, "deadline {dx:.2} x alone");
     // Idling for the application is what brings it to the floor: without
@@ -650,8 +662,8 @@ fn startup_under_readers_bfq_near_alone_deadline_not() {
         b.set_tunable("slice_idle", "0").unwrap();
         b
     };
-    let (n_loaded, n_alone) = startup_run(no_idle, think, NULLB_SLOW);
-    let nx = n_loaded as f64 / n_alone as f64;
+    let (n_loaded, _) = startup_run(no_idle, APP_THINK, NULLB_SLOW);
+    let nx = n_loaded as f64 / alone as f64;
     eprintln!(
         "bfq with slice_idle 0: {:.0} ms ({nx:.2} x alone)",
         ms(n_loaded)
@@ -664,14 +676,11 @@ fn startup_on_8ms_device_after_weight_raising() {
     // The startup suite's device since session 6: 8 ms per request, where
     // the application's I/O, not its CPU time, makes most of its start-up.
     // The think time is the 2 ms device's (the same CPU work).
-    let think = 3_600_000;
     let past = StartupDevice {
         service: 8 * MS,
         head_start: 26 * SEC,
     };
-    let (b_loaded, alone) = startup_run(bfq, think, past);
-    let (d_loaded, _) = startup_run(|m, _| deadline(m), think, past);
-    let ms = |t: Nanos| t as f64 / 1e6;
+    let (b_loaded, d_loaded, alone) = startup_both(past);
     let (bx, floor) = (
         b_loaded as f64 / d_loaded as f64,
         alone as f64 / d_loaded as f64,
@@ -692,7 +701,7 @@ fn startup_on_8ms_device_after_weight_raising() {
         head_start: 10 * SEC,
         ..past
     };
-    let (e_loaded, _) = startup_run(bfq, think, early);
+    let (e_loaded, _) = startup_run(bfq, APP_THINK, early);
     let ex = e_loaded as f64 / alone as f64;
     eprintln!(
         "8 ms, 10 s head start: bfq {:.0} ms ({ex:.2} x alone)",
