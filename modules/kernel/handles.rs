@@ -8,6 +8,7 @@
 use super::types::{IoPrio, MergeProbe, Op, Policy};
 use kernel::block::mq::elevator::{Bio, MergeKind, ReqOp, Request, RequestRef};
 use kernel::prelude::*;
+use kernel::str::CStr;
 
 /// The policy's view of a block-layer operation.
 pub(crate) fn policy_op(op: ReqOp) -> Op {
@@ -18,6 +19,17 @@ pub(crate) fn policy_op(op: ReqOp) -> Op {
         // Writes, write-zeroes and the rest are writes (`rq_data_dir()`).
         _ => Op::Write,
     }
+}
+
+/// Whether the sysfs files `sysfs` are the policy's tunables `policy`, in
+/// its order: the modules check it at load, since a file's index is the
+/// tunable's.
+pub(crate) fn tunables_match(policy: &[&str], sysfs: &[&CStr]) -> bool {
+    policy.len() == sysfs.len()
+        && policy
+            .iter()
+            .zip(sysfs)
+            .all(|(n, t)| n.as_bytes() == t.as_bytes())
 }
 
 /// A vector of `n` values made by `f`, for element types that are not

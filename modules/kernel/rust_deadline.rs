@@ -74,13 +74,7 @@ impl kernel::Module for RustDeadlineModule {
     fn init(module: &'static ThisModule) -> Result<Self> {
         // The sysfs files must be the policy's tunables, in its order.
         let probe = Deadline::new([Slot::default(); 1]).map_err(|_| EINVAL)?;
-        let names = probe.tunables();
-        if names.len() != TUNABLES.len()
-            || names
-                .iter()
-                .zip(TUNABLES)
-                .any(|(n, t)| n.as_bytes() != t.as_bytes())
-        {
+        if !handles::tunables_match(probe.tunables(), TUNABLES) {
             pr_err!("rust-deadline: sysfs tunables do not match the policy's\n");
             return Err(EINVAL);
         }
