@@ -379,12 +379,50 @@ fn ratio_cell(r: Option<&Ratio>) -> String {
     }
 }
 
+/// The floor of "vs mq-deadline" on a device: the start-up alone (mean over
+/// every scheduler's runs) / mq-deadline's start-up under the readers, and
+/// the two times. None without both.
+pub fn floor_vs_mq_deadline(rows: &[&StartupSummary]) -> Option<(f64, f64, f64)> {
+    let mq = rows.iter().find(|r| r.scheduler == "mq-deadline")?;
+    let (mut sum, mut n) = (0.0, 0usize);
+    for r in rows {
+        if let Some(m) = r.alone_mean_s {
+            let k = r.runs - r.failed;
+            sum += m * k as f64;
+            n += k;
+        }
+    }
+    if n == 0 || mq.startup_mean_s <= 0.0 {
+        return None;
+    }
+    let alone = sum / n as f64;
+    Some((alone / mq.startup_mean_s, alone, mq.startup_mean_s))
+}
+
+/// The line under a device's table that says how low "vs mq-deadline" can
+/// go there.
+fn floor_line(rows: &[&StartupSummary]) -> String {
+    match floor_vs_mq_deadline(rows) {
+        Some((x, alone, mq)) => format!(
+            "\nFloor: the start-up alone takes {} s, {} × mq-deadline's {} s under the \
+             readers: about the lowest \"vs mq-deadline\" any scheduler can reach here.\n",
+            f(alone, 2),
+            f(x, 2),
+            f(mq, 2)
+        ),
+        None => String::new(),
+    }
+}
+
 /// The results as Markdown tables, one per device.
 pub fn table_markdown(res: &StartupResults) -> String {
     let mut s = String::new();
     let mut last: Option<&str> = None;
+    let mut device_rows: Vec<&StartupSummary> = Vec::new();
     for row in &res.summary {
         if last != Some(row.device.as_str()) {
+            s.push_str(&floor_line(&device_rows));
+            device_rows.clear();
             let path = res
                 .devices
                 .get(&row.device)
@@ -426,7 +464,9 @@ pub fn table_markdown(res: &StartupResults) -> String {
             row.runs,
             failed
         );
+        device_rows.push(row);
     }
+    s.push_str(&floor_line(&device_rows));
     s
 }
 
@@ -803,6 +843,23 @@ mod tests {
         assert!(t.contains("| 3.75 ± 1.77 | 4.00 ± 0.00 |"), "{t}");
         assert_eq!(md.slowdown.as_ref().map(|r| r.n), Some(2));
         assert!(t.contains("| 3 (1 failed) |"));
+        // Alone: the mean over the 8 measured runs (each a quarter of its
+        // loaded time), 16.5 / 8 s, against mq-deadline's 15 s.
+        assert!(
+            t.contains("Floor: the start-up alone takes 2.06 s, 0.14 × mq-deadline's 15.00 s"),
+            "{t}"
+        );
+        let (x, alone, mq) = floor_vs_mq_deadline(&s.iter().collect::<Vec<_>>()).unwrap();
+        assert!(
+            (alone - 16.5 / 8.0).abs() < 1e-12 && mq == 15.0 && (x - alone / 15.0).abs() < 1e-12
+        );
+        // No floor without mq-deadline, or without a time alone.
+        assert!(floor_vs_mq_deadline(&s[1..].iter().collect::<Vec<_>>()).is_none());
+        let mut no_alone = s.clone();
+        for r in &mut no_alone {
+            r.alone_mean_s = None;
+        }
+        assert!(floor_vs_mq_deadline(&no_alone.iter().collect::<Vec<_>>()).is_none());
         let rows: Vec<&StartupSummary> = s.iter().collect();
         let rs: Vec<&StartupRun> = runs.iter().collect();
         let svg = chart_svg("nullb-slow", &rows, &rs, 4);
