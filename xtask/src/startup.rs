@@ -225,6 +225,20 @@ pub struct Ratio {
     pub n: usize,
 }
 
+impl Ratio {
+    /// The statistics of `ratios`; None if there are none.
+    fn of(ratios: &[f64]) -> Option<Ratio> {
+        (!ratios.is_empty()).then(|| {
+            let (mean, sd) = mean_sd(ratios);
+            Ratio {
+                mean,
+                sd,
+                n: ratios.len(),
+            }
+        })
+    }
+}
+
 /// Statistics over the repeats of one (device, scheduler).
 #[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct StartupSummary {
@@ -300,30 +314,15 @@ pub fn summarize(runs: &[StartupRun], schedulers: &[String]) -> Vec<StartupSumma
                 .iter()
                 .filter_map(|(_, m)| Some(m.startup_s / m.alone_s?))
                 .collect();
-            let slowdown = (!slowdowns.is_empty()).then(|| {
-                let (mean, sd) = mean_sd(&slowdowns);
-                Ratio {
-                    mean,
-                    sd,
-                    n: slowdowns.len(),
-                }
-            });
+            let slowdown = Ratio::of(&slowdowns);
             let mut ratio_to = BTreeMap::new();
             for (name, base) in &refs {
                 let ratios: Vec<f64> = ms
                     .iter()
                     .filter_map(|(rep, m)| Some(m.startup_s / base.get(rep)?))
                     .collect();
-                if !ratios.is_empty() {
-                    let (mean, sd) = mean_sd(&ratios);
-                    ratio_to.insert(
-                        name.to_string(),
-                        Ratio {
-                            mean,
-                            sd,
-                            n: ratios.len(),
-                        },
-                    );
+                if let Some(r) = Ratio::of(&ratios) {
+                    ratio_to.insert(name.to_string(), r);
                 }
             }
             out.push(StartupSummary {
