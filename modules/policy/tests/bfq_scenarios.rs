@@ -131,6 +131,17 @@ struct ReaderState {
     done_at: Option<Nanos>,
 }
 
+impl ReaderState {
+    /// Advances the offset generator (a 64-bit LCG); its high bits are
+    /// the random ones.
+    fn step_rng(&mut self) {
+        self.rng = self
+            .rng
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+    }
+}
+
 struct Sim<P> {
     m: Machine,
     b: P,
@@ -292,19 +303,13 @@ impl<P: SimPolicy> Sim<P> {
         let rs = &mut self.readers[r];
         if rs.cfg.count != 0 {
             // The application's next file: a gap, then 4 to 64 KiB.
-            rs.rng = rs
-                .rng
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
+            rs.step_rng();
             let ln = ((rs.rng >> 33) % 1000) as f64 / 1000.0 * (16f64).ln();
             rs.cfg.bs = (8.0 * ln.exp()) as u32;
             rs.next += 8 * ((rs.rng >> 20) % 4);
             rs.submitted += 1;
         } else if rs.cfg.random_blocks != 0 {
-            rs.rng = rs
-                .rng
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
+            rs.step_rng();
             rs.next = rs.cfg.start + (rs.rng >> 33) % rs.cfg.random_blocks * u64::from(rs.cfg.bs);
         }
         let (sector, bs) = (self.readers[r].next, self.readers[r].cfg.bs);
