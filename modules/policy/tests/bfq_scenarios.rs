@@ -568,12 +568,11 @@ const NULLB_SLOW: StartupDevice = StartupDevice {
 };
 
 /// The startup suite: an application reading `APP_READS` files one at a
-/// time (`think` of CPU between them: tar, cat and ext4 under TCG) while 4
+/// time ([`APP_THINK`] of CPU between them) while 4
 /// greedy sequential readers (64 KiB, iodepth 2) have run for a head start;
 /// and the same application alone. Returns (loaded, alone) start-up times.
 fn startup_run<P: SimPolicy>(
     make: impl Fn(&Machine, usize) -> P,
-    think: Nanos,
     dev: StartupDevice,
 ) -> (Nanos, Nanos) {
     const APP_READS: u32 = 170;
@@ -600,7 +599,7 @@ fn startup_run<P: SimPolicy>(
         start: 1 << 20,
         bs: 8,
         iodepth: 1,
-        submit_cost: think,
+        submit_cost: APP_THINK,
         random_blocks: 0,
         count: APP_READS,
         start_at: head_start,
@@ -625,15 +624,15 @@ fn startup_run<P: SimPolicy>(
     (loaded, alone)
 }
 
-/// The application's CPU time between reads under TCG: it makes the
-/// simulated alone time on nullb-slow the guest's.
+/// The application's CPU time between reads (tar, cat and ext4 under
+/// TCG): it makes the simulated alone time on nullb-slow the guest's.
 const APP_THINK: Nanos = 3_600_000;
 
 /// The startup suite on `dev` under the BFQ and the deadline policy:
 /// (bfq, deadline, alone) start-up times.
 fn startup_both(dev: StartupDevice) -> (Nanos, Nanos, Nanos) {
-    let (b_loaded, b_alone) = startup_run(bfq, APP_THINK, dev);
-    let (d_loaded, d_alone) = startup_run(|m, _| deadline(m), APP_THINK, dev);
+    let (b_loaded, b_alone) = startup_run(bfq, dev);
+    let (d_loaded, d_alone) = startup_run(|m, _| deadline(m), dev);
     assert_eq!(b_alone, d_alone, "alone, the policy does not matter");
     (b_loaded, d_loaded, b_alone)
 }
@@ -667,7 +666,7 @@ fn startup_under_readers_bfq_near_alone_deadline_not() {
         b.set_tunable("slice_idle", "0").unwrap();
         b
     };
-    let (n_loaded, _) = startup_run(no_idle, APP_THINK, NULLB_SLOW);
+    let (n_loaded, _) = startup_run(no_idle, NULLB_SLOW);
     let nx = n_loaded as f64 / alone as f64;
     eprintln!(
         "bfq with slice_idle 0: {:.0} ms ({nx:.2} x alone)",
@@ -706,7 +705,7 @@ fn startup_on_8ms_device_after_weight_raising() {
         head_start: 10 * SEC,
         ..past
     };
-    let (e_loaded, _) = startup_run(bfq, APP_THINK, early);
+    let (e_loaded, _) = startup_run(bfq, early);
     let ex = e_loaded as f64 / alone as f64;
     eprintln!(
         "8 ms, 10 s head start: bfq {:.0} ms ({ex:.2} x alone)",
