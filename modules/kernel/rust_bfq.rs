@@ -22,13 +22,16 @@
 //!   `bfq_ioprio_to_weight()` does: `(8 - level) * 10`.
 //! - Idling: [`Dispatch::IdleUntil`] is handed to the abstraction through
 //!   [`Elevator::rerun_at`], whose hrtimer runs the hardware queues when
-//!   the idle slice ends (BFQ's `idle_slice_timer`); a completion that
-//!   starts an idle slice arms it too, and the arrival of the request the
-//!   device idles for cancels it; a
-//!   request arriving earlier runs the queue anyway (the block layer does
-//!   after every insertion), and an early or late run just asks the policy
-//!   again. A completion that leaves nothing in flight while requests wait
-//!   schedules a run, as `bfq_completed_request()` does.
+//!   the idle slice ends (BFQ's `idle_slice_timer`); the arrival of the
+//!   request the device idles for cancels it; a request arriving earlier
+//!   runs the queue anyway (the block layer does after every insertion),
+//!   and an early or late run just asks the policy again.
+//! - Completions ([`Bfq::after_completion`]): one that starts an idle slice
+//!   while other requests wait arms the timer too; one that leaves nothing
+//!   in flight after a dispatch held requests back schedules a run. C BFQ
+//!   does either whenever requests could wait; here only when they do, so
+//!   that on a fast device a completion neither arms a timer nor wakes a
+//!   worker (a tenth of the context switches C bfq makes fio do).
 //! - `limit_depth`: the policy's async/sync-write depth fractions, applied
 //!   to the current `nr_requests`.
 //!
@@ -57,7 +60,7 @@ mod types;
 #[allow(dead_code)]
 mod handles;
 
-use bfq::{Bfq, IssuerSlot, ReqSlot};
+use bfq::{AfterCompletion, Bfq, IssuerSlot, ReqSlot};
 use handles::{kvvec_from_fn, policy_op, Handles};
 use types::{Dispatch, IoPrio, IssuerId, Op, Policy, RequestDesc, TunableError};
 
@@ -389,17 +392,23 @@ impl Elevator for RustBfq {
         let mut guard = lock.lock();
         let locked = &mut *guard;
         locked.policy.completed(tag, now);
-        if let Some(until) = locked.policy.idling_until() {
-            // As bfq_completed_request() after bfq_arm_slice_timer(): the
-            // device waits for the in-service queue's next request; only
-            // the end of the idle slice runs the queue (a dispatch now
-            // would only look for requests of other queues to inject).
-            locked.idle_until = Some(until);
-            lock.rerun_at(until);
-        } else if locked.policy.in_flight() == 0 && locked.policy.has_work() {
-            // As bfq_completed_request(): nothing left on the device, so
-            // nothing else will run the queue.
-            rq.queue().run_hw_queues_async();
+        // Only for requests that would otherwise wait: C BFQ arms its idle
+        // timer, or schedules a dispatch, on most completions when each
+        // process has one request at a time (see `after_completion()`).
+        match locked.policy.after_completion() {
+            AfterCompletion::RunAt(until) => {
+                // As bfq_completed_request() after bfq_arm_slice_timer():
+                // the device waits for the in-service queue's next request;
+                // only the end of the idle slice runs the queue (a dispatch
+                // now would only look for requests of other queues to
+                // inject).
+                locked.idle_until = Some(until);
+                lock.rerun_at(until);
+            }
+            // Nothing left on the device, and the last dispatch held the
+            // queued requests back: nothing else will run the queue.
+            AfterCompletion::RunNow => rq.queue().run_hw_queues_async(),
+            AfterCompletion::Nothing => {}
         }
         self.refresh(locked);
     }

@@ -516,10 +516,27 @@ pub struct IssuerInfo {
     pub inject_limit: u32,
 }
 
+/// What a completion requires of the caller ([`Bfq::after_completion`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AfterCompletion {
+    /// Nothing: no request waits, or one will be dispatched anyway.
+    Nothing,
+    /// Run the queue at this time, the end of the idle slice (and not
+    /// before, unless a request arrives): the device waits for the queue
+    /// in service while other requests are queued.
+    RunAt(Nanos),
+    /// Run the queue now: nothing is in flight and the last dispatch
+    /// held the queued requests back.
+    RunNow,
+}
+
 #[derive(Clone, Copy, Debug)]
 struct State {
     in_service: u32,
     wait_request: bool,
+    /// The last dispatch gave no request while requests were queued (it
+    /// idled, or held them back): see [`Bfq::after_completion`].
+    withheld: bool,
     idle_deadline: Nanos,
     last_budget_start: Nanos,
     last_idling_start: Nanos,
@@ -594,6 +611,7 @@ impl State {
         State {
             in_service: NIL,
             wait_request: false,
+            withheld: false,
             idle_deadline: 0,
             last_budget_start: 0,
             last_idling_start: 0,
@@ -837,6 +855,40 @@ where
     /// returns after `bfq_arm_slice_timer()` without scheduling a dispatch.
     pub fn idling_until(&self) -> Option<Nanos> {
         (self.st.in_service != NIL && self.st.wait_request).then_some(self.st.idle_deadline)
+    }
+
+    /// What the caller, who runs the hardware queues, must do after
+    /// [`Policy::completed`]. C BFQ's `bfq_completed_request()` arms its
+    /// idle timer whenever the device starts waiting for the queue in
+    /// service, and runs the queue whenever nothing is left in the driver
+    /// while requests wait. Both are needed only when requests wait that
+    /// no one else will dispatch:
+    /// - no request queued: a request that arrives runs the queue (the
+    ///   block layer does after every insertion), and an idle slice that
+    ///   has passed by then ends at that dispatch, as of its deadline;
+    /// - requests queued, device waiting for the queue in service: run
+    ///   the queue when the idle slice ends ([`AfterCompletion::RunAt`]);
+    /// - requests queued, nothing in flight, and the last dispatch gave
+    ///   none: run the queue now ([`AfterCompletion::RunNow`]). A request
+    ///   queued since then was inserted since then, and its insertion runs
+    ///   the queue.
+    ///
+    /// On a fast device, where each issuer has one request at a time and
+    /// the queue in service changes with nearly every request, C's rule
+    /// arms a timer for most completions and wakes a worker for about one
+    /// in ten.
+    pub fn after_completion(&mut self) -> AfterCompletion {
+        if !self.has_work() {
+            return AfterCompletion::Nothing;
+        }
+        if let Some(until) = self.idling_until() {
+            return AfterCompletion::RunAt(until);
+        }
+        if self.st.withheld && self.st.in_driver == 0 {
+            self.st.withheld = false;
+            return AfterCompletion::RunNow;
+        }
+        AfterCompletion::Nothing
     }
 
     /// Whether the issuer slot is free: never used, or released after
@@ -3245,7 +3297,9 @@ where
     }
 
     fn dispatch(&mut self, now: Nanos) -> Dispatch {
-        self.ctx().dispatch(now)
+        let d = self.ctx().dispatch(now);
+        self.st.withheld = !matches!(d, Dispatch::Request(_)) && self.has_work();
+        d
     }
 
     fn has_work(&self) -> bool {

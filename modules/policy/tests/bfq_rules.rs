@@ -2,7 +2,7 @@
 
 //! One test per rule of the BFQ-like policy.
 
-use ironlift_policy::bfq::{ioprio_to_weight, Bfq, IssuerSlot, ReqSlot};
+use ironlift_policy::bfq::{ioprio_to_weight, AfterCompletion, Bfq, IssuerSlot, ReqSlot};
 use ironlift_policy::{
     Dispatch, IoPrio, MergeProbe, Nanos, Op, Policy, PrioClass, RequestDesc, TunableError,
     NSEC_PER_MSEC,
@@ -1574,4 +1574,64 @@ fn only_weight_raised_queues_are_injected() {
     assert!(a.in_service && a.io_bound && a.short_think_time && !a.seeky);
     assert_eq!(b.hw_tag(), None);
     assert!(matches!(b.dispatch(12 * MS), Dispatch::IdleUntil(_)));
+}
+
+#[test]
+fn completion_with_nothing_queued_needs_no_run() {
+    // Two issuers taking turns with one request each on a fast drive (fio
+    // randread on null_blk): every completion finds nothing queued, though
+    // the policy idles for the queue in service (the only busy one). No
+    // timer and no run: the next request's insertion runs the queue, and a
+    // slice that has passed ends at that dispatch, as of its deadline.
+    let mut b = bfq(16, 4);
+    b.set_nonrotational(true);
+    let mut now = 0;
+    let mut idled = 0;
+    for i in 0..200u64 {
+        let tag = (i % 2) as usize;
+        b.insert(tag, &read(tag, (i * 7919 % 1000) << 12, 8), false, now);
+        assert_eq!(tag_of(b.dispatch(now)), tag);
+        now += 20_000;
+        b.completed(tag, now);
+        idled += usize::from(b.idling_until().is_some());
+        assert_eq!(
+            b.after_completion(),
+            AfterCompletion::Nothing,
+            "request {i}"
+        );
+        now += 5_000;
+    }
+    // The case this is about: C arms its idle timer here.
+    assert!(idled > 100, "idled after {idled} of 200 completions");
+    b.check_invariants().unwrap();
+}
+
+#[test]
+fn completion_while_idling_for_others_runs_at_slice_end() {
+    // The queue in service idles, and another queue's request waits: the
+    // end of the slice must run the queue.
+    let mut b = plain(16, 4);
+    b.insert(0, &read(0, 0, 8), false, 0);
+    b.insert(1, &read(1, 1 << 20, 8), false, 0);
+    let first = tag_of(b.dispatch(0));
+    b.completed(first, MS);
+    let until = b.idling_until().expect("idles for the queue in service");
+    assert_eq!(b.after_completion(), AfterCompletion::RunAt(until));
+}
+
+#[test]
+fn completion_after_a_withheld_dispatch_runs_now() {
+    // strict_guarantees: one request in the drive at a time, so the second
+    // dispatch holds the queued request back; its completion, which leaves
+    // nothing in flight, must run the queue, once.
+    let mut b = plain(16, 4);
+    b.set_tunable("strict_guarantees", "1").unwrap();
+    b.insert(0, &read(0, 0, 8), false, 0);
+    b.insert(1, &read(0, 1 << 20, 8), false, 0);
+    let first = tag_of(b.dispatch(0));
+    assert_eq!(b.dispatch(0), Dispatch::Empty);
+    b.completed(first, MS);
+    assert_eq!(b.after_completion(), AfterCompletion::RunNow);
+    assert_eq!(b.after_completion(), AfterCompletion::Nothing);
+    assert_eq!(tag_of(b.dispatch(MS)), 1 - first);
 }

@@ -8,7 +8,7 @@
 //! fixed time after it starts, fio-like readers and an application reading
 //! files one at a time. Deterministic: the same run gives the same bytes.
 
-use ironlift_policy::bfq::{Bfq, IssuerSlot, ReqSlot};
+use ironlift_policy::bfq::{AfterCompletion, Bfq, IssuerSlot, ReqSlot};
 use ironlift_policy::deadline::{Deadline, Slot};
 use ironlift_policy::{Dispatch, IoPrio, Nanos, Op, Policy, PrioClass, RequestDesc, NSEC_PER_MSEC};
 use std::cmp::Reverse;
@@ -24,10 +24,10 @@ trait SimPolicy: Policy {
     fn idling_until(&self) -> Option<Nanos> {
         None
     }
-    /// Whether a completion must run the queue (rust-bfq's
-    /// `finish_request` does when nothing is left in the driver).
-    fn run_on_completion(&self) -> bool {
-        false
+    /// What a completion must trigger (rust-bfq's `finish_request` asks
+    /// the policy; rust-deadline's triggers nothing).
+    fn after_completion(&mut self) -> AfterCompletion {
+        AfterCompletion::Nothing
     }
     fn check(&self) -> Result<(), &'static str>;
 }
@@ -36,8 +36,8 @@ impl SimPolicy for B {
     fn idling_until(&self) -> Option<Nanos> {
         Bfq::idling_until(self)
     }
-    fn run_on_completion(&self) -> bool {
-        self.in_flight() == 0 && self.has_work()
+    fn after_completion(&mut self) -> AfterCompletion {
+        Bfq::after_completion(self)
     }
     fn check(&self) -> Result<(), &'static str> {
         self.check_invariants()
@@ -441,10 +441,10 @@ impl<P: SimPolicy> Sim<P> {
         }
         // The module's finish_request.
         let mut run = false;
-        if let Some(u) = self.b.idling_until() {
-            self.arm_timer(u);
-        } else if self.b.run_on_completion() {
-            run = true;
+        match self.b.after_completion() {
+            AfterCompletion::RunAt(u) => self.arm_timer(u),
+            AfterCompletion::RunNow => run = true,
+            AfterCompletion::Nothing => {}
         }
         // The freed scheduler tag wakes a sleeper.
         if let Some(w) = self.tag_waiters.pop_front() {
