@@ -29,12 +29,21 @@ struct Workload {
     b: Bfq<Vec<ReqSlot>, Vec<IssuerSlot>>,
     rng: Rng,
     issuers: usize,
+    /// Issuers take turns, each sending sync reads only (fio randread,
+    /// `numjobs` issuers, on a device that completes at once), instead of
+    /// a random mix.
+    turns: bool,
+    next_issuer: usize,
     free: Vec<usize>,
     now: Nanos,
 }
 
 impl Workload {
     fn new(depth: usize, issuers: usize) -> Self {
+        Self::with(depth, issuers, false)
+    }
+
+    fn with(depth: usize, issuers: usize, turns: bool) -> Self {
         let capacity = depth + 1;
         let mut w = Workload {
             b: Bfq::new(
@@ -44,6 +53,8 @@ impl Workload {
             .unwrap(),
             rng: Rng(0x1234_5678_9ABC_DEF1),
             issuers,
+            turns,
+            next_issuer: 0,
             free: (0..capacity).rev().collect(),
             now: 0,
         };
@@ -59,13 +70,23 @@ impl Workload {
     fn insert(&mut self) {
         let tag = self.free.pop().expect("a free tag");
         let r = self.rng.next();
-        let op = if r % 3 == 2 { Op::Write } else { Op::Read };
+        let op = if r % 3 == 2 && !self.turns {
+            Op::Write
+        } else {
+            Op::Read
+        };
+        let issuer = if self.turns {
+            self.next_issuer = (self.next_issuer + 1) % self.issuers;
+            self.next_issuer
+        } else {
+            (r >> 40) as usize % self.issuers
+        };
         let desc = RequestDesc {
             sector: (r >> 8) % (1 << 31),
             sectors: 8,
             op,
             sync: op.is_read(),
-            issuer: (r >> 40) as usize % self.issuers,
+            issuer,
             arrival: self.now,
             ..RequestDesc::default()
         };
@@ -102,6 +123,17 @@ fn per_request(c: &mut Criterion) {
                 |bch, _| bch.iter(|| w.step()),
             );
         }
+    }
+    // The guest's overhead benchmark (fio randread, 2 jobs, on null_blk):
+    // every request finds its issuer's queue empty, and the other issuer's
+    // queue in service.
+    for issuers in [2usize, 8] {
+        let mut w = Workload::with(0, issuers, true);
+        g.bench_with_input(
+            BenchmarkId::new(format!("turns_{issuers}"), 0),
+            &0,
+            |bch, _| bch.iter(|| w.step()),
+        );
     }
     g.finish();
 }
