@@ -240,6 +240,11 @@ pub struct Measured {
     pub lat_p50_us: f64,
     pub lat_p99_us: f64,
     pub lat_p999_us: f64,
+    /// fio's context switches (`ctx`, all jobs) per 1000 I/Os: how often
+    /// the issuing threads slept or were preempted. A scheduler that holds
+    /// requests back, or wakes a worker per request, shows here first.
+    #[serde(default)]
+    pub ctx_per_kio: Option<f64>,
 }
 
 /// One run's record in the results file.
@@ -275,6 +280,7 @@ pub fn parse_fio(text: &str) -> Result<Measured> {
         }
     }
     let mut m = Measured::default();
+    let mut ios = 0.0;
     let mut lat_from: Option<&serde_json::Value> = None;
     let mut best_ios = 0.0;
     for dir in ["read", "write", "trim"] {
@@ -283,6 +289,7 @@ pub fn parse_fio(text: &str) -> Result<Measured> {
             None => continue,
         };
         let iops = d.get("iops").and_then(|x| x.as_f64()).unwrap_or(0.0);
+        ios += d.get("total_ios").and_then(|x| x.as_f64()).unwrap_or(0.0);
         let bw_kib = d.get("bw").and_then(|x| x.as_f64()).unwrap_or(0.0);
         m.iops += iops;
         m.mb_s += bw_kib * 1024.0 / 1e6;
@@ -300,6 +307,11 @@ pub fn parse_fio(text: &str) -> Result<Measured> {
     if m.iops <= 0.0 {
         bail!("fio measured no I/O");
     }
+    m.ctx_per_kio = job
+        .get("ctx")
+        .and_then(|x| x.as_f64())
+        .filter(|_| ios > 0.0)
+        .map(|ctx| ctx / ios * 1000.0);
     Ok(m)
 }
 
@@ -332,6 +344,9 @@ pub struct Summary {
     pub lat_p50_us: f64,
     pub lat_p99_us: f64,
     pub lat_p999_us: f64,
+    /// Mean over repeats of [`Measured::ctx_per_kio`].
+    #[serde(default)]
+    pub ctx_per_kio: Option<f64>,
     /// Mean over repeats of (this scheduler's IOPS / `none`'s IOPS in the
     /// same repeat), and its standard deviation.
     pub ratio_to_none: Option<f64>,
@@ -420,6 +435,8 @@ pub fn summarize(results: &[RunResult], schedulers: &[String]) -> Vec<Summary> {
                 lat_p50_us: mean_sd(&col(|m| m.lat_p50_us)).0,
                 lat_p99_us: mean_sd(&col(|m| m.lat_p99_us)).0,
                 lat_p999_us: mean_sd(&col(|m| m.lat_p999_us)).0,
+                ctx_per_kio: Some(mean_sd(&col(|m| m.ctx_per_kio.unwrap_or(f64::NAN))).0)
+                    .filter(|x| x.is_finite()),
                 ratio_to_none: ratio,
                 ratio_sd,
                 counterpart,
@@ -486,7 +503,7 @@ pub fn table_markdown(res: &ResultsFile) -> String {
                 .map(|d| d.path.as_str())
                 .unwrap_or("?");
             s.push_str(&format!(
-                "\n#### {} ({}) — {}\n\n| scheduler | IOPS (mean ± sd) | MB/s | p50 µs | p99 µs | p99.9 µs | IOPS vs none | IOPS vs C counterpart |\n|---|---:|---:|---:|---:|---:|---:|---:|\n",
+                "\n#### {} ({}) — {}\n\n| scheduler | IOPS (mean ± sd) | MB/s | p50 µs | p99 µs | p99.9 µs | fio ctx sw / 1000 I/Os | IOPS vs none | IOPS vs C counterpart |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
                 row.device, path, row.workload
             ));
             last = Some(k);
@@ -509,7 +526,7 @@ pub fn table_markdown(res: &ResultsFile) -> String {
             String::new()
         };
         s.push_str(&format!(
-            "| {}{} | {} ± {} | {} | {} | {} | {} | {} | {} |\n",
+            "| {}{} | {} ± {} | {} | {} | {} | {} | {} | {} | {} |\n",
             row.scheduler,
             failed,
             kiops(row.iops_mean),
@@ -518,6 +535,7 @@ pub fn table_markdown(res: &ResultsFile) -> String {
             f(row.lat_p50_us, 0),
             f(row.lat_p99_us, 0),
             f(row.lat_p999_us, 0),
+            f(row.ctx_per_kio.unwrap_or(f64::NAN), 1),
             ratio,
             vs_c
         ));
@@ -559,13 +577,20 @@ mod tests {
     #[test]
     fn fio_json_is_parsed() {
         let text = r#"note: both iodepth >= 1 and synchronous I/O engine are selected
-{"jobs":[{"error":0,"read":{"iops":1000.5,"bw":4002,"clat_ns":{"mean":31000.0,
+{"jobs":[{"error":0,"ctx":50,"read":{"iops":1000.5,"bw":4002,"total_ios":10000,"clat_ns":{"mean":31000.0,
 "percentile":{"50.000000":30000,"99.000000":90000,"99.900000":150000}}},
 "write":{"iops":0,"bw":0,"clat_ns":{"mean":0}}}]}"#;
         let m = parse_fio(text).unwrap();
         assert!((m.iops - 1000.5).abs() < 1e-9);
         assert!((m.lat_p99_us - 90.0).abs() < 1e-9);
         assert!((m.mb_s - 4002.0 * 1024.0 / 1e6).abs() < 1e-9);
+        assert!((m.ctx_per_kio.unwrap() - 5.0).abs() < 1e-9);
+        // Files from before the field: no figure, not zero.
+        let old: Measured = serde_json::from_str(
+            r#"{"iops":1,"mb_s":1,"lat_mean_us":1,"lat_p50_us":1,"lat_p99_us":1,"lat_p999_us":1}"#,
+        )
+        .unwrap();
+        assert_eq!(old.ctx_per_kio, None);
         assert!(parse_fio(r#"{"jobs":[{"error":5,"read":{"iops":1}}]}"#).is_err());
         assert!(parse_fio("fio: failed").is_err());
     }
