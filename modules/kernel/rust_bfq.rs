@@ -158,6 +158,9 @@ struct Locked {
     /// completion; cleared, and the timer cancelled, when the request the
     /// device idled for arrives.
     idle_until: Option<u64>,
+    /// What the depth limits were last computed from (`nr_requests` and the
+    /// policy's limits), so that [`RustBfq::refresh`] can skip recomputing.
+    limits_from: Option<(u32, [Option<u32>; 4])>,
 }
 
 /// The per-queue state read without the lock.
@@ -184,23 +187,32 @@ fn tunable_error(_: TunableError) -> Error {
 impl RustBfq {
     /// Mirrors the policy's depth limits for the lock-free `limit_depth`.
     /// The policy expresses them against its storage size; they are
-    /// fractions of the depth, so scale them to `nr_requests`.
-    fn refresh_depth_limits(&self, policy: &Bfq<ReqSlots, IssuerSlots>, capacity: usize) {
-        let depth = u64::from(self.nr_requests.load(Ordering::Relaxed));
-        let capacity = capacity.max(1) as u64;
+    /// fractions of the depth, so scale them to `nr_requests`. They change
+    /// only with the depth and when weight-raised queues come and go, so
+    /// this runs on every scheduler call but scales (four divisions) only
+    /// when the policy's answers or the depth changed.
+    fn refresh(&self, locked: &mut Locked) {
+        let depth = self.nr_requests.load(Ordering::Relaxed);
+        let mut raw = [None; 4];
         for (op, read) in [(Op::Read, true), (Op::Write, false)] {
             for sync in [false, true] {
-                let limit = match policy.async_depth_limit(op, sync) {
-                    None => 0,
-                    Some(l) => (u64::from(l) * depth / capacity).clamp(1, u64::from(u32::MAX)),
-                };
-                self.depth_limits[limit_index(read, sync)].store(limit as u32, Ordering::Relaxed);
+                raw[limit_index(read, sync)] = locked.policy.async_depth_limit(op, sync);
             }
         }
-    }
-
-    fn refresh(&self, locked: &Locked) {
-        self.refresh_depth_limits(&locked.policy, locked.requests.len());
+        if locked.limits_from == Some((depth, raw)) {
+            return;
+        }
+        locked.limits_from = Some((depth, raw));
+        let capacity = locked.requests.len().max(1) as u64;
+        for (i, l) in raw.into_iter().enumerate() {
+            let limit = match l {
+                None => 0,
+                Some(l) => {
+                    (u64::from(l) * u64::from(depth) / capacity).clamp(1, u64::from(u32::MAX))
+                }
+            };
+            self.depth_limits[i].store(limit as u32, Ordering::Relaxed);
+        }
     }
 }
 
@@ -275,13 +287,14 @@ impl Elevator for RustBfq {
             nr_requests: AtomicU32::new(queue.nr_requests()),
             completion_ns: kvvec_from_fn(capacity, || AtomicU64::new(0))?,
         };
-        let locked = Locked {
+        let mut locked = Locked {
             policy,
             requests,
             next_issuer: 0,
             idle_until: None,
+            limits_from: None,
         };
-        shared.refresh(&locked);
+        shared.refresh(&mut locked);
         Ok((shared, locked))
     }
 
