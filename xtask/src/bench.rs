@@ -233,12 +233,18 @@ pub fn plan_tsv(plan: &[PlannedRun], devices: &BTreeMap<String, Device>) -> Resu
 /// What one fio run measured.
 #[derive(Serialize, Deserialize, Debug, Clone, Default)]
 pub struct Measured {
+    #[serde(deserialize_with = "crate::util::nan_if_null")]
     pub iops: f64,
     /// MB/s (10^6 bytes per second).
+    #[serde(deserialize_with = "crate::util::nan_if_null")]
     pub mb_s: f64,
+    #[serde(deserialize_with = "crate::util::nan_if_null")]
     pub lat_mean_us: f64,
+    #[serde(deserialize_with = "crate::util::nan_if_null")]
     pub lat_p50_us: f64,
+    #[serde(deserialize_with = "crate::util::nan_if_null")]
     pub lat_p99_us: f64,
+    #[serde(deserialize_with = "crate::util::nan_if_null")]
     pub lat_p999_us: f64,
     /// fio's context switches (`ctx`, all jobs) per 1000 I/Os: how often
     /// the issuing threads slept or were preempted. A scheduler that holds
@@ -338,11 +344,17 @@ pub struct Summary {
     pub scheduler: String,
     pub runs: usize,
     pub failed: usize,
+    #[serde(deserialize_with = "crate::util::nan_if_null")]
     pub iops_mean: f64,
+    #[serde(deserialize_with = "crate::util::nan_if_null")]
     pub iops_sd: f64,
+    #[serde(deserialize_with = "crate::util::nan_if_null")]
     pub mb_s_mean: f64,
+    #[serde(deserialize_with = "crate::util::nan_if_null")]
     pub lat_p50_us: f64,
+    #[serde(deserialize_with = "crate::util::nan_if_null")]
     pub lat_p99_us: f64,
+    #[serde(deserialize_with = "crate::util::nan_if_null")]
     pub lat_p999_us: f64,
     /// Mean over repeats of [`Measured::ctx_per_kio`].
     #[serde(default)]
@@ -591,6 +603,17 @@ mod tests {
         )
         .unwrap();
         assert_eq!(old.ctx_per_kio, None);
+        // What is not finite is written as null, and read back as NaN.
+        let gap = Measured {
+            iops: 5.0,
+            lat_p99_us: f64::NAN,
+            ..Default::default()
+        };
+        let text = serde_json::to_string(&gap).unwrap();
+        assert!(text.contains("\"lat_p99_us\":null"), "{text}");
+        let back: Measured = serde_json::from_str(&text).unwrap();
+        assert!(back.lat_p99_us.is_nan());
+        assert_eq!(back.iops, 5.0);
         assert!(parse_fio(r#"{"jobs":[{"error":5,"read":{"iops":1}}]}"#).is_err());
         assert!(parse_fio("fio: failed").is_err());
     }

@@ -136,6 +136,7 @@ pub fn plan_tsv(plan: &[PlannedStartup], devices: &BTreeMap<String, Device>) -> 
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct StartupMeasured {
     /// Seconds to read the application's files cold.
+    #[serde(deserialize_with = "crate::util::nan_if_null")]
     pub startup_s: f64,
     /// The same, right after, with the readers stopped (the device to
     /// itself): the floor. Absent in results written before it was
@@ -148,6 +149,7 @@ pub struct StartupMeasured {
     pub window_read_bytes: u64,
     /// The readers' aggregate throughput over their whole run (head start
     /// and start-up), MB/s (10^6 B/s), from fio.
+    #[serde(deserialize_with = "crate::util::nan_if_null")]
     pub readers_mb_s: f64,
 }
 
@@ -220,7 +222,9 @@ pub struct StartupRun {
 /// Mean and sample standard deviation of per-repeat ratios, and how many.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct Ratio {
+    #[serde(deserialize_with = "crate::util::nan_if_null")]
     pub mean: f64,
+    #[serde(deserialize_with = "crate::util::nan_if_null")]
     pub sd: f64,
     pub n: usize,
 }
@@ -246,11 +250,17 @@ pub struct StartupSummary {
     pub scheduler: String,
     pub runs: usize,
     pub failed: usize,
+    #[serde(deserialize_with = "crate::util::nan_if_null")]
     pub startup_mean_s: f64,
+    #[serde(deserialize_with = "crate::util::nan_if_null")]
     pub startup_sd_s: f64,
+    #[serde(deserialize_with = "crate::util::nan_if_null")]
     pub startup_min_s: f64,
+    #[serde(deserialize_with = "crate::util::nan_if_null")]
     pub startup_max_s: f64,
+    #[serde(deserialize_with = "crate::util::nan_if_null")]
     pub readers_mb_s_mean: f64,
+    #[serde(deserialize_with = "crate::util::nan_if_null")]
     pub readers_mb_s_sd: f64,
     /// Mean and sample standard deviation of the start-up time with no
     /// readers (null when not measured).
@@ -864,6 +874,20 @@ mod tests {
         let svg = chart_svg("nullb-slow", &rows, &rs, 4);
         assert!(svg.starts_with("<svg") && svg.ends_with("</svg>\n"));
         assert_eq!(svg.matches("<circle").count(), 8);
+    }
+
+    #[test]
+    fn a_scheduler_with_no_good_run_survives_the_results_file() {
+        // Its means are NaN, which serde_json writes as null: `cargo xtask
+        // report` must still read the file back.
+        let runs = vec![run(0, "mq-deadline", Some(10.0)), run(0, "bfq", None)];
+        let s = summarize(&runs, &names(&["mq-deadline", "bfq"]));
+        assert!(s[1].startup_mean_s.is_nan());
+        let text = serde_json::to_string(&s).unwrap();
+        assert!(text.contains("\"startup_mean_s\":null"), "{text}");
+        let back: Vec<StartupSummary> = serde_json::from_str(&text).unwrap();
+        assert!(back[1].startup_mean_s.is_nan());
+        assert_eq!(back[0].startup_mean_s, 10.0);
     }
 
     #[test]

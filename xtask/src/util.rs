@@ -217,3 +217,12 @@ pub fn human_secs(secs: u64) -> String {
         format!("{secs}s")
     }
 }
+
+/// For `#[serde(deserialize_with)]` on the `f64` fields of results files:
+/// `serde_json` writes a value that is not finite (a mean over no runs, a
+/// latency fio did not give) as `null`, and cannot read `null` back as an
+/// `f64`. This reads it as NaN, which the reports print as `-`.
+pub fn nan_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    use serde::Deserialize;
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
