@@ -13,6 +13,14 @@ startup) exec "$(dirname "$(readlink -f "$0")")/startup.sh" ;;
 *) say "unknown suite kind '$SUITE_KIND'"; exit 1 ;;
 esac
 
+# Counters of the whole guest that a run changes, one "name value" per line:
+# context switches on every CPU (/proc/stat ctxt), workers and idle
+# included. xtask divides their change over a run by fio's I/O count.
+# (6.12's debugfs no longer counts hardware queue runs: hctx*/run is gone.)
+counters() {
+	awk '$1 == "ctxt" { print "ctx_switches", $2 }' /proc/stat
+}
+
 plan=/run/out/plan.tsv
 mkdir -p /run/out/runs
 total=$(grep -c . "$plan")
@@ -31,12 +39,16 @@ while IFS=$'\t' read -r id dev sched workload args; do
 	# charged to the _raw_spin_unlock_irqrestore() that ends them.
 	prof=""
 	[ -n "${PERF:-}" ] && prof="$PERF record -q -e cpu-clock -a -g -F 999 -o /tmp/perf.data --"
+	counters > "/tmp/before"
 	# shellcheck disable=SC2086
 	if ! $prof fio --output-format=json --output="/run/out/runs/$id.json.tmp" \
 		--filename="$dev" $args < /dev/null > "/run/out/runs/$id.log" 2>&1; then
 		echo "fio failed: $(tail -3 "/run/out/runs/$id.log" | tr '\n' ' ')" > "/run/out/runs/$id.err"
 		continue
 	fi
+	# The change of each counter over the run.
+	counters | awk 'NR == FNR { a[$1] = $2; next } ($1 in a) { print $1, $2 - a[$1] }' \
+		/tmp/before - > "/run/out/runs/$id.counters"
 	if [ -n "$prof" ]; then
 		"$PERF" report -i /tmp/perf.data --no-children --sort sym --stdio \
 			> "/run/out/runs/$id.perf.txt" 2> "/run/out/runs/$id.perf.err" ||

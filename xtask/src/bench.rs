@@ -251,6 +251,13 @@ pub struct Measured {
     /// requests back, or wakes a worker per request, shows here first.
     #[serde(default)]
     pub ctx_per_kio: Option<f64>,
+    /// I/Os fio completed, all jobs and directions.
+    #[serde(default)]
+    pub ios: Option<f64>,
+    /// Context switches of the whole guest (`/proc/stat` `ctxt`, every
+    /// CPU, workers and idle included) per 1000 I/Os.
+    #[serde(default)]
+    pub sys_ctx_per_kio: Option<f64>,
 }
 
 /// One run's record in the results file.
@@ -318,7 +325,25 @@ pub fn parse_fio(text: &str) -> Result<Measured> {
         .and_then(|x| x.as_f64())
         .filter(|_| ios > 0.0)
         .map(|ctx| ctx / ios * 1000.0);
+    m.ios = Some(ios).filter(|&n| n > 0.0);
     Ok(m)
+}
+
+/// Adds the guest's counters over a run (`runs/<id>.counters`, written by
+/// `bench.sh`: one `name change` per line) to what fio measured, per 1000
+/// I/Os. Unknown names and unreadable lines are skipped: the counters
+/// explain a result, they are not one.
+pub fn add_counters(m: &mut Measured, text: &str) {
+    let Some(ios) = m.ios else { return };
+    for line in text.lines() {
+        let mut it = line.split_whitespace();
+        let (Some(name), Some(Ok(v))) = (it.next(), it.next().map(str::parse::<f64>)) else {
+            continue;
+        };
+        if name == "ctx_switches" {
+            m.sys_ctx_per_kio = Some(v / ios * 1000.0);
+        }
+    }
 }
 
 /// Mean and sample standard deviation.
@@ -359,6 +384,9 @@ pub struct Summary {
     /// Mean over repeats of [`Measured::ctx_per_kio`].
     #[serde(default)]
     pub ctx_per_kio: Option<f64>,
+    /// Mean over repeats of [`Measured::sys_ctx_per_kio`].
+    #[serde(default)]
+    pub sys_ctx_per_kio: Option<f64>,
     /// Mean over repeats of (this scheduler's IOPS / `none`'s IOPS in the
     /// same repeat), and its standard deviation.
     pub ratio_to_none: Option<f64>,
@@ -400,6 +428,12 @@ fn paired_ratio(runs: &[&RunResult], reference: &[&RunResult]) -> (Option<f64>, 
     }
     let (m, sd) = mean_sd(&ratios);
     (Some(m), Some(sd))
+}
+
+/// The mean of an optional figure over the runs that have it.
+fn mean_of(ms: &[&Measured], f: fn(&Measured) -> Option<f64>) -> Option<f64> {
+    let xs: Vec<f64> = ms.iter().filter_map(|m| f(m)).collect();
+    Some(mean_sd(&xs).0).filter(|x| x.is_finite())
 }
 
 /// Summarises runs, keeping the plan's device/workload order and the
@@ -447,8 +481,8 @@ pub fn summarize(results: &[RunResult], schedulers: &[String]) -> Vec<Summary> {
                 lat_p50_us: mean_sd(&col(|m| m.lat_p50_us)).0,
                 lat_p99_us: mean_sd(&col(|m| m.lat_p99_us)).0,
                 lat_p999_us: mean_sd(&col(|m| m.lat_p999_us)).0,
-                ctx_per_kio: Some(mean_sd(&col(|m| m.ctx_per_kio.unwrap_or(f64::NAN))).0)
-                    .filter(|x| x.is_finite()),
+                ctx_per_kio: mean_of(&ms, |m| m.ctx_per_kio),
+                sys_ctx_per_kio: mean_of(&ms, |m| m.sys_ctx_per_kio),
                 ratio_to_none: ratio,
                 ratio_sd,
                 counterpart,
@@ -515,7 +549,7 @@ pub fn table_markdown(res: &ResultsFile) -> String {
                 .map(|d| d.path.as_str())
                 .unwrap_or("?");
             s.push_str(&format!(
-                "\n#### {} ({}) — {}\n\n| scheduler | IOPS (mean ± sd) | MB/s | p50 µs | p99 µs | p99.9 µs | fio ctx sw / 1000 I/Os | IOPS vs none | IOPS vs C counterpart |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+                "\n#### {} ({}) — {}\n\n| scheduler | IOPS (mean ± sd) | MB/s | p50 µs | p99 µs | p99.9 µs | fio ctx sw / 1000 I/Os | all ctx sw / 1000 I/Os | IOPS vs none | IOPS vs C counterpart |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
                 row.device, path, row.workload
             ));
             last = Some(k);
@@ -538,7 +572,7 @@ pub fn table_markdown(res: &ResultsFile) -> String {
             String::new()
         };
         s.push_str(&format!(
-            "| {}{} | {} ± {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            "| {}{} | {} ± {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             row.scheduler,
             failed,
             kiops(row.iops_mean),
@@ -548,6 +582,7 @@ pub fn table_markdown(res: &ResultsFile) -> String {
             f(row.lat_p99_us, 0),
             f(row.lat_p999_us, 0),
             f(row.ctx_per_kio.unwrap_or(f64::NAN), 1),
+            f(row.sys_ctx_per_kio.unwrap_or(f64::NAN), 1),
             ratio,
             vs_c
         ));
@@ -616,6 +651,31 @@ mod tests {
         assert_eq!(back.iops, 5.0);
         assert!(parse_fio(r#"{"jobs":[{"error":5,"read":{"iops":1}}]}"#).is_err());
         assert!(parse_fio("fio: failed").is_err());
+    }
+
+    #[test]
+    fn guest_counters_are_per_thousand_ios() {
+        let mut m =
+            parse_fio(r#"{"jobs":[{"ctx":7,"read":{"iops":10,"total_ios":20000}}]}"#).unwrap();
+        assert_eq!(m.ios, Some(20000.0));
+        add_counters(&mut m, "ctx_switches 500\nnoise\nother 1\n");
+        assert_eq!(m.sys_ctx_per_kio, Some(25.0));
+        // No counters file, or no line for it: no figure, not zero.
+        let mut m = parse_fio(r#"{"jobs":[{"read":{"iops":10,"total_ios":1000}}]}"#).unwrap();
+        add_counters(&mut m, "other 10\n");
+        assert_eq!(m.sys_ctx_per_kio, None);
+        // The summary averages over the runs that have the figure.
+        let a = Measured {
+            sys_ctx_per_kio: Some(2.0),
+            ..Default::default()
+        };
+        let b = Measured {
+            sys_ctx_per_kio: Some(4.0),
+            ..Default::default()
+        };
+        let c = Measured::default();
+        assert_eq!(mean_of(&[&a, &b, &c], |m| m.sys_ctx_per_kio), Some(3.0));
+        assert_eq!(mean_of(&[&c], |m| m.sys_ctx_per_kio), None);
     }
 
     #[test]

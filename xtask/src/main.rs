@@ -506,7 +506,12 @@ fn qemu_bench(o: BenchOpts) -> Result<()> {
             (false, Some(e.trim().to_string()), None)
         } else if let Ok(j) = fs::read_to_string(base.with_extension("json")) {
             match bench::parse_fio(&j) {
-                Ok(m) => (true, None, Some(m)),
+                Ok(mut m) => {
+                    if let Ok(c) = fs::read_to_string(base.with_extension("counters")) {
+                        bench::add_counters(&mut m, &c);
+                    }
+                    (true, None, Some(m))
+                }
                 Err(e) => (false, Some(format!("{e:#}")), None),
             }
         } else {
