@@ -804,7 +804,10 @@ pub trait Elevator: Sized + Send + Sync + 'static {
 
     /// Whether requests wait in the scheduler. Called without the lock, from
     /// any context. If not implemented, the abstraction answers from the
-    /// number of request handles the scheduler holds.
+    /// number of request handles the scheduler holds, less the number of
+    /// CPUs already in [`Elevator::dispatch_request`]: blk-mq asks before
+    /// every dispatch, and a CPU that went on to wait for the lock while
+    /// another took the last request would only get nothing.
     fn has_work(&self, _hctx: &HwQueue) -> bool {
         crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
     }
@@ -975,6 +978,13 @@ struct ElevatorData<T: Elevator> {
     /// `lock` held (so a load and a store, no atomic read-modify-write);
     /// read without it by `has_work` and `bio_merge`.
     held: AtomicUsize,
+    /// Number of CPUs in `dispatch_request`, counted from before they take
+    /// the lock until they release it. Each will look at the scheduler's
+    /// requests under the lock, and each one that gets a request comes back
+    /// (blk-mq asks `has_work` again after every request), so `has_work`
+    /// says yes only if there are more held requests than that: another
+    /// CPU would wait for the lock only to find them gone.
+    dispatching: AtomicUsize,
     queue: *mut bindings::request_queue,
     /// Runs the hardware queues at the time [`Elevator::rerun_at`] asked
     /// for. Set up in `init_sched`, cancelled in `exit_sched`.
@@ -1464,6 +1474,7 @@ impl<T: Elevator> Vtable<T> {
                         incoming: ptr::null_mut(),
                     }),
                     held: AtomicUsize::new(0),
+                    dispatching: AtomicUsize::new(0),
                     queue: q,
                     // SAFETY: `slot` is the timer's final, pinned place;
                     // `hrtimer_init()` initialises it completely.
@@ -1627,9 +1638,11 @@ impl<T: Elevator> Vtable<T> {
         let husks = husks.as_mut_ptr();
         // SAFETY: `husks` lives on this stack frame and does not move.
         unsafe { FreeList::init(husks) };
+        // Counted from before the lock is taken (see `dispatching`).
+        data.dispatching.fetch_add(1, Ordering::Relaxed);
         let rq = {
             let mut guard = data.lock.lock();
-            loop {
+            let rq = loop {
                 let Some(rq) = T::dispatch_request(&data.shared, &mut guard, hw) else {
                     if T::HAS_RERUN_AT {
                         if let Some(at) = T::rerun_at(&data.shared, &guard) {
@@ -1664,7 +1677,11 @@ impl<T: Elevator> Vtable<T> {
                     }
                 }
                 break rq;
-            }
+            };
+            // Still under the lock, so that a CPU inserting after it sees
+            // the count without this one.
+            data.dispatching.fetch_sub(1, Ordering::Relaxed);
+            rq
         };
         // SAFETY: The lock is dropped; the husks' handles were given back.
         unsafe { FreeList::free_all(husks) };
@@ -1682,7 +1699,7 @@ impl<T: Elevator> Vtable<T> {
             // SAFETY: `hctx` is live for the call.
             T::has_work(&data.shared, unsafe { HwQueue::from_raw(hctx) })
         } else {
-            data.held.load(Ordering::Relaxed) != 0
+            data.held.load(Ordering::Relaxed) > data.dispatching.load(Ordering::Relaxed)
         }
     }
 
