@@ -320,13 +320,14 @@ pub fn parse_fio(text: &str) -> Result<Measured> {
     if m.iops <= 0.0 {
         bail!("fio measured no I/O");
     }
-    m.ctx_per_kio = job
-        .get("ctx")
-        .and_then(|x| x.as_f64())
-        .filter(|_| ios > 0.0)
-        .map(|ctx| ctx / ios * 1000.0);
     m.ios = Some(ios).filter(|&n| n > 0.0);
+    m.ctx_per_kio = per_kio(job.get("ctx").and_then(|x| x.as_f64()), m.ios);
     Ok(m)
+}
+
+/// `count` per 1000 of the run's I/Os, if both are known.
+fn per_kio(count: Option<f64>, ios: Option<f64>) -> Option<f64> {
+    Some(count? / ios? * 1000.0)
 }
 
 /// Adds the guest's counters over a run (`runs/<id>.counters`, written by
@@ -334,14 +335,13 @@ pub fn parse_fio(text: &str) -> Result<Measured> {
 /// I/Os. Unknown names and unreadable lines are skipped: the counters
 /// explain a result, they are not one.
 pub fn add_counters(m: &mut Measured, text: &str) {
-    let Some(ios) = m.ios else { return };
     for line in text.lines() {
         let mut it = line.split_whitespace();
         let (Some(name), Some(Ok(v))) = (it.next(), it.next().map(str::parse::<f64>)) else {
             continue;
         };
         if name == "ctx_switches" {
-            m.sys_ctx_per_kio = Some(v / ios * 1000.0);
+            m.sys_ctx_per_kio = per_kio(Some(v), m.ios);
         }
     }
 }
