@@ -50,11 +50,6 @@ u64 rust_helper_get_jiffies_64(void)
 	return get_jiffies_64();
 }
 
-void rust_helper_INIT_LIST_HEAD(struct list_head *list)
-{
-	INIT_LIST_HEAD(list);
-}
-
 void rust_helper_list_add(struct list_head *new, struct list_head *head)
 {
 	list_add(new, head);
@@ -63,11 +58,6 @@ void rust_helper_list_add(struct list_head *new, struct list_head *head)
 void rust_helper_list_del_init(struct list_head *entry)
 {
 	list_del_init(entry);
-}
-
-bool rust_helper_list_empty(const struct list_head *head)
-{
-	return list_empty(head);
 }
 
 /* Per-process I/O contexts (rust/kernel/block/mq/elevator/icq.rs). */

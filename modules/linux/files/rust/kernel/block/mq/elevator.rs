@@ -130,12 +130,26 @@ pub fn blk_time_get_ns() -> u64 {
 }
 
 /// The tick count in nanoseconds (`jiffies64_to_nsecs(get_jiffies_64())`):
-/// the time mq-deadline's deadlines use (`jiffies`), a plain load on 64-bit
-/// machines.
+/// the time mq-deadline's deadlines use (`jiffies`).
 #[inline]
 pub fn jiffies_ns() -> u64 {
-    // SAFETY: Both can be called from any context.
-    unsafe { bindings::jiffies64_to_nsecs(bindings::get_jiffies_64()) }
+    const NSEC_PER_SEC: u64 = bindings::NSEC_PER_SEC as u64;
+    const HZ: u64 = bindings::HZ as u64;
+    if cfg!(CONFIG_64BIT) && NSEC_PER_SEC % HZ == 0 {
+        // What `get_jiffies_64()` and `jiffies64_to_nsecs()` come to on
+        // 64-bit machines with a whole number of nanoseconds per tick: one
+        // load and one multiplication, where the calls were two per
+        // timestamp, and mq-deadline reads `jiffies` once per request.
+        // SAFETY: `jiffies` is a live static, updated by the timer tick; a
+        // volatile load of it is `READ_ONCE()`, and an aligned word cannot
+        // tear.
+        let j = unsafe { ptr::read_volatile(&raw const bindings::jiffies) };
+        // Lossless: `unsigned long` is 64 bits wide here.
+        (j as u64).wrapping_mul(NSEC_PER_SEC / HZ)
+    } else {
+        // SAFETY: Both can be called from any context.
+        unsafe { bindings::jiffies64_to_nsecs(bindings::get_jiffies_64()) }
+    }
 }
 
 // ---- the lock ----------------------------------------------------------
@@ -160,12 +174,14 @@ unsafe impl Backend for IrqSaveSpinLockBackend {
         unsafe { bindings::__spin_lock_init(ptr, name, key) }
     }
 
+    #[inline]
     unsafe fn lock(ptr: *mut Self::State) -> Self::GuardState {
         // SAFETY: The safety requirements of this function ensure that `ptr`
         // points to valid memory, and that it has been initialised before.
         unsafe { bindings::spin_lock_irqsave(ptr) }
     }
 
+    #[inline]
     unsafe fn unlock(ptr: *mut Self::State, flags: &Self::GuardState) {
         // SAFETY: The safety requirements of this function ensure that `ptr`
         // is valid and that the caller owns the lock; `flags` is what the
@@ -393,6 +409,10 @@ impl OpFlags {
     /// Whether the issuer waits for it (`op_is_sync()`).
     #[inline]
     pub fn is_sync(self) -> bool {
+        // `op_is_sync()` is true for every read: answer those without a call.
+        if self.op() == ReqOp::Read {
+            return true;
+        }
         // SAFETY: Pure function of its argument.
         unsafe { bindings::op_is_sync(self.0) }
     }
@@ -1083,21 +1103,100 @@ impl<T: Elevator> ElevatorData<T> {
     }
 }
 
+/// `INIT_LIST_HEAD()`, without a call (two stores).
+///
+/// # Safety
+///
+/// `head` must be valid for writes.
+#[inline]
+unsafe fn init_list_head(head: *mut bindings::list_head) {
+    // SAFETY: Valid for writes by the safety requirements; volatile writes
+    // are the `WRITE_ONCE()`s of the C version.
+    unsafe {
+        ptr::write_volatile(&raw mut (*head).next, head);
+        ptr::write_volatile(&raw mut (*head).prev, head);
+    }
+}
+
+/// `list_empty()`, without a call (one load).
+///
+/// # Safety
+///
+/// `head` must point to an initialised list head, valid for reads.
+#[inline]
+unsafe fn list_is_empty(head: *const bindings::list_head) -> bool {
+    // SAFETY: Valid for reads by the safety requirements; a volatile read is
+    // the `READ_ONCE()` of the C version.
+    let next = unsafe { ptr::read_volatile(&raw const (*head).next) };
+    ptr::eq(next.cast_const(), head)
+}
+
 /// A list of requests to free once the lock is dropped, linked through
 /// `queuelist` (what `blk_mq_sched_try_insert_merge()` expects).
+///
+/// Nearly every insertion and dispatch frees nothing, so the list head is
+/// initialised only when first needed ([`FreeList::head`]), and the list is
+/// walked only if a request may have been put on it ([`FreeList::used`]).
 struct FreeList {
     head: bindings::list_head,
+    /// `head` is initialised.
+    ready: bool,
+    /// A request may be on the list.
+    used: bool,
 }
 
 impl FreeList {
-    /// Initialises the list in place.
+    /// A list whose head is not yet initialised; it must not move once
+    /// [`FreeList::head`] has been called.
+    #[inline]
+    fn new() -> Self {
+        FreeList {
+            head: bindings::list_head {
+                next: ptr::null_mut(),
+                prev: ptr::null_mut(),
+            },
+            ready: false,
+            used: false,
+        }
+    }
+
+    /// The list head, initialised on the first call.
     ///
     /// # Safety
     ///
-    /// `this` must be valid and not move until it is freed.
-    unsafe fn init(this: *mut FreeList) {
+    /// `this` must be valid and not move until the list is freed.
+    #[inline]
+    unsafe fn head(this: *mut FreeList) -> *mut bindings::list_head {
+        // SAFETY: Valid for reads and writes by the safety requirements.
+        unsafe {
+            if !(*this).ready {
+                init_list_head(&raw mut (*this).head);
+                (*this).ready = true;
+            }
+            &raw mut (*this).head
+        }
+    }
+
+    /// Records that a request may have been put on the list.
+    ///
+    /// # Safety
+    ///
+    /// `this` must be valid.
+    #[inline]
+    unsafe fn mark_used(this: *mut FreeList) {
         // SAFETY: Valid for writes by the safety requirements.
-        unsafe { bindings::INIT_LIST_HEAD(&raw mut (*this).head) };
+        unsafe { (*this).used = true };
+    }
+
+    /// Whether a request may be on the list (its head is then initialised).
+    ///
+    /// # Safety
+    ///
+    /// `this` must be valid.
+    #[inline]
+    unsafe fn used(this: *mut FreeList) -> bool {
+        // SAFETY: Valid for reads by the safety requirements.
+        unsafe { (*this).used && (*this).ready }
     }
 
     /// Takes merged-away requests whose handle is still held off the list
@@ -1105,10 +1204,15 @@ impl FreeList {
     ///
     /// # Safety
     ///
-    /// The elevator lock must be held; the list was initialised.
+    /// The elevator lock must be held; `this` is valid and did not move.
+    #[inline]
     unsafe fn keep_held(this: *mut FreeList) {
-        // SAFETY: The list links requests through `queuelist`; the lock
-        // protects `priv[1]`.
+        // SAFETY: `this` is valid (safety requirements).
+        if !unsafe { Self::used(this) } {
+            return;
+        }
+        // SAFETY: The list is initialised (it is used) and links requests
+        // through `queuelist`; the lock protects `priv[1]`.
         unsafe {
             let head = &raw mut (*this).head;
             let mut pos = (*head).next;
@@ -1132,12 +1236,19 @@ impl FreeList {
     /// # Safety
     ///
     /// The elevator lock must not be held (freeing calls `finish_request`);
-    /// the list was initialised and holds only requests nobody else owns.
+    /// `this` is valid, did not move, and the list holds only requests
+    /// nobody else owns.
+    #[inline]
     unsafe fn free_all(this: *mut FreeList) {
-        // SAFETY: See the safety requirements.
+        // SAFETY: `this` is valid (safety requirements).
+        if !unsafe { Self::used(this) } {
+            return;
+        }
+        // SAFETY: The list is initialised (it is used); see the safety
+        // requirements.
         unsafe {
             let head = &raw mut (*this).head;
-            while !bindings::list_empty(head) {
+            while !list_is_empty(head) {
                 let pos = (*head).next;
                 bindings::list_del_init(pos);
                 bindings::blk_mq_free_request(container_of!(
@@ -1159,6 +1270,8 @@ pub struct Insertion<'a, T: Elevator> {
     list: *mut bindings::list_head,
     /// Requests merged away, freed after the lock is dropped.
     free: *mut FreeList,
+    /// The list was seen empty: every request was taken.
+    drained: bool,
 }
 
 impl<T: Elevator> Iterator for Insertion<'_, T> {
@@ -1169,7 +1282,8 @@ impl<T: Elevator> Iterator for Insertion<'_, T> {
         // the call; the requests on it now belong to the scheduler. The
         // elevator lock is held while an `Insertion` exists.
         unsafe {
-            if bindings::list_empty(self.list) {
+            if list_is_empty(self.list) {
+                self.drained = true;
                 return None;
             }
             let pos = (*self.list).next;
@@ -1204,22 +1318,25 @@ impl<T: Elevator> Insertion<'_, T> {
             return Err(rq);
         }
         let ptr = rq.ptr.as_ptr();
+        // SAFETY: `free` is valid and does not move while the `Insertion`
+        // exists.
+        let free = unsafe { FreeList::head(self.free) };
         // SAFETY: The lock is held while an `Insertion` exists and `locked`
         // is the data it protects. `ptr` is a held request of this queue,
         // off any list; `free` is an initialised list. The merge hooks run
         // inside with the context set.
         let merged = unsafe {
             self.data.with_merge_ctx(locked, ptr, || {
-                bindings::blk_mq_sched_try_insert_merge(
-                    self.data.queue,
-                    ptr,
-                    &raw mut (*self.free).head,
-                )
+                bindings::blk_mq_sched_try_insert_merge(self.data.queue, ptr, free)
             })
         };
         if !merged {
+            // `elv_attempt_insert_merge()` puts requests on the list only
+            // when it merges.
             return Err(rq);
         }
+        // SAFETY: `free` is valid (see above).
+        unsafe { FreeList::mark_used(self.free) };
         let rq = rq.into_raw();
         // SAFETY: Lock held; the request is on the free list now and its
         // handle is consumed.
@@ -1594,13 +1711,18 @@ impl<T: Elevator> Vtable<T> {
         let data = unsafe { ElevatorData::<T>::from_queue((*hctx).queue) };
         // SAFETY: `hctx` is live for the call.
         let hw = unsafe { HwQueue::from_raw(hctx) };
-        let mut free = core::mem::MaybeUninit::<FreeList>::uninit();
-        let free = free.as_mut_ptr();
-        // SAFETY: `free` lives on this stack frame and does not move.
-        unsafe { FreeList::init(free) };
+        let mut free = FreeList::new();
+        // `free` lives on this stack frame and does not move: it is only
+        // used through this pointer from now on.
+        let free = &raw mut free;
         {
             let mut guard = data.lock.lock();
-            let mut requests = Insertion { data, list, free };
+            let mut requests = Insertion {
+                data,
+                list,
+                free,
+                drained: false,
+            };
             T::insert_requests(
                 &data.shared,
                 &mut guard,
@@ -1609,17 +1731,17 @@ impl<T: Elevator> Vtable<T> {
                 flags & bindings::BLK_MQ_INSERT_AT_HEAD != 0,
             );
             // SAFETY: `list` is valid for the call.
-            if !unsafe { bindings::list_empty(list) } {
+            if !requests.drained && !unsafe { list_is_empty(list) } {
                 pr_err!(
                     "WARNING: elevator {} did not take every inserted request\n",
                     T::NAME
                 );
             }
-            // SAFETY: The lock is held; `free` was initialised.
+            // SAFETY: The lock is held; `free` is valid and did not move.
             unsafe { FreeList::keep_held(free) };
         }
-        // SAFETY: The lock is dropped; the list holds merged-away requests
-        // whose handles were given back.
+        // SAFETY: The lock is dropped; `free` did not move and holds
+        // merged-away requests whose handles were given back.
         unsafe { FreeList::free_all(free) };
     }
 
@@ -1634,10 +1756,10 @@ impl<T: Elevator> Vtable<T> {
         let data = unsafe { ElevatorData::<T>::from_queue((*hctx).queue) };
         // SAFETY: `hctx` is live for the call.
         let hw = unsafe { HwQueue::from_raw(hctx) };
-        let mut husks = core::mem::MaybeUninit::<FreeList>::uninit();
-        let husks = husks.as_mut_ptr();
-        // SAFETY: `husks` lives on this stack frame and does not move.
-        unsafe { FreeList::init(husks) };
+        let mut husks = FreeList::new();
+        // `husks` lives on this stack frame and does not move: it is only
+        // used through this pointer from now on.
+        let husks = &raw mut husks;
         // Counted from before the lock is taken (see `dispatching`).
         data.dispatching.fetch_add(1, Ordering::Relaxed);
         let rq = {
@@ -1661,7 +1783,8 @@ impl<T: Elevator> Vtable<T> {
                 }
                 let rq = rq.into_raw();
                 // SAFETY: The lock is held; the handle was consumed, so the
-                // request leaves the scheduler.
+                // request leaves the scheduler. `husks` is valid and does
+                // not move.
                 unsafe {
                     let r = RequestRef::from_raw(rq);
                     let state = r.held_state();
@@ -1671,8 +1794,9 @@ impl<T: Elevator> Vtable<T> {
                         // Its bio went to another request: free it instead.
                         bindings::list_add(
                             &raw mut (*rq).__bindgen_anon_1.queuelist,
-                            &raw mut (*husks).head,
+                            FreeList::head(husks),
                         );
+                        FreeList::mark_used(husks);
                         continue;
                     }
                 }
@@ -1683,7 +1807,8 @@ impl<T: Elevator> Vtable<T> {
             data.dispatching.fetch_sub(1, Ordering::Relaxed);
             rq
         };
-        // SAFETY: The lock is dropped; the husks' handles were given back.
+        // SAFETY: The lock is dropped; `husks` did not move, and the
+        // husks' handles were given back.
         unsafe { FreeList::free_all(husks) };
         rq
     }
