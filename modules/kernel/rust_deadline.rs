@@ -32,7 +32,7 @@
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use kernel::block::mq::elevator::{
     self, Bio, BioMerge, DepthUpdate, Elevator, HwQueue, Insertion, LockOnDemand, MergeKind,
-    OpFlags, Queue, Request, RequestRef,
+    OpFlags, Queue, ReqOp, Request, RequestRef,
 };
 use kernel::prelude::*;
 use kernel::{c_str, str::CStr};
@@ -76,6 +76,11 @@ impl kernel::Module for RustDeadlineModule {
         let probe = Deadline::new([Slot::default(); 1]).map_err(|_| EINVAL)?;
         if !handles::tunables_match(probe.tunables(), TUNABLES) {
             pr_err!("rust-deadline: sysfs tunables do not match the policy's\n");
+            return Err(EINVAL);
+        }
+        // `limit_depth` answers reads without asking the policy.
+        if probe.async_depth_limit(Op::Read, true).is_some() {
+            pr_err!("rust-deadline: the policy limits the depth of reads\n");
             return Err(EINVAL);
         }
         Ok(RustDeadlineModule {
@@ -164,8 +169,11 @@ impl RustDeadline {
     /// The lock must be held: `locked` proves it.
     #[inline]
     fn catch_up(&self, locked: &mut Locked, now: u64) {
-        self.completions
-            .drain(|tag| locked.policy.completed(tag, now));
+        // An empty log costs one load here, without calling the drain.
+        if !self.completions.is_empty() {
+            self.completions
+                .drain(|tag| locked.policy.completed(tag, now));
+        }
     }
 }
 
@@ -286,6 +294,12 @@ impl Elevator for RustDeadline {
     }
 
     fn limit_depth(&self, opf: OpFlags) -> Option<u32> {
+        // As `dd_limit_depth()`, reads (all synchronous) return before
+        // anything is looked up: the policy never limits them, which
+        // `init` checked.
+        if opf.op() == ReqOp::Read {
+            return None;
+        }
         let limit = self.depth_limits[limit_index(policy_op(opf.op()), opf.is_sync())]
             .load(Ordering::Relaxed);
         (limit != 0).then_some(limit)
