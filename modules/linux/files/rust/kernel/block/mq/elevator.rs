@@ -1134,15 +1134,11 @@ unsafe fn list_is_empty(head: *const bindings::list_head) -> bool {
 /// A list of requests to free once the lock is dropped, linked through
 /// `queuelist` (what `blk_mq_sched_try_insert_merge()` expects).
 ///
-/// Nearly every insertion and dispatch frees nothing, so the list head is
-/// initialised only when first needed ([`FreeList::head`]), and the list is
-/// walked only if a request may have been put on it ([`FreeList::used`]).
+/// Nearly every dispatch frees nothing, so the list head is initialised
+/// only when first needed ([`FreeList::head`]); until then `head.next` is
+/// null, and there is nothing to walk.
 struct FreeList {
     head: bindings::list_head,
-    /// `head` is initialised.
-    ready: bool,
-    /// A request may be on the list.
-    used: bool,
 }
 
 impl FreeList {
@@ -1155,8 +1151,6 @@ impl FreeList {
                 next: ptr::null_mut(),
                 prev: ptr::null_mut(),
             },
-            ready: false,
-            used: false,
         }
     }
 
@@ -1169,34 +1163,23 @@ impl FreeList {
     unsafe fn head(this: *mut FreeList) -> *mut bindings::list_head {
         // SAFETY: Valid for reads and writes by the safety requirements.
         unsafe {
-            if !(*this).ready {
+            if !Self::initialised(this) {
                 init_list_head(&raw mut (*this).head);
-                (*this).ready = true;
             }
             &raw mut (*this).head
         }
     }
 
-    /// Records that a request may have been put on the list.
+    /// Whether [`FreeList::head`] was called: only then can a request be on
+    /// the list.
     ///
     /// # Safety
     ///
     /// `this` must be valid.
     #[inline]
-    unsafe fn mark_used(this: *mut FreeList) {
-        // SAFETY: Valid for writes by the safety requirements.
-        unsafe { (*this).used = true };
-    }
-
-    /// Whether a request may be on the list (its head is then initialised).
-    ///
-    /// # Safety
-    ///
-    /// `this` must be valid.
-    #[inline]
-    unsafe fn used(this: *mut FreeList) -> bool {
+    unsafe fn initialised(this: *mut FreeList) -> bool {
         // SAFETY: Valid for reads by the safety requirements.
-        unsafe { (*this).used && (*this).ready }
+        !unsafe { (*this).head.next }.is_null()
     }
 
     /// Takes merged-away requests whose handle is still held off the list
@@ -1208,11 +1191,11 @@ impl FreeList {
     #[inline]
     unsafe fn keep_held(this: *mut FreeList) {
         // SAFETY: `this` is valid (safety requirements).
-        if !unsafe { Self::used(this) } {
+        if !unsafe { Self::initialised(this) } {
             return;
         }
-        // SAFETY: The list is initialised (it is used) and links requests
-        // through `queuelist`; the lock protects `priv[1]`.
+        // SAFETY: The list is initialised and links requests through
+        // `queuelist`; the lock protects `priv[1]`.
         unsafe {
             let head = &raw mut (*this).head;
             let mut pos = (*head).next;
@@ -1241,11 +1224,10 @@ impl FreeList {
     #[inline]
     unsafe fn free_all(this: *mut FreeList) {
         // SAFETY: `this` is valid (safety requirements).
-        if !unsafe { Self::used(this) } {
+        if !unsafe { Self::initialised(this) } {
             return;
         }
-        // SAFETY: The list is initialised (it is used); see the safety
-        // requirements.
+        // SAFETY: The list is initialised; see the safety requirements.
         unsafe {
             let head = &raw mut (*this).head;
             while !list_is_empty(head) {
@@ -1270,8 +1252,6 @@ pub struct Insertion<'a, T: Elevator> {
     list: *mut bindings::list_head,
     /// Requests merged away, freed after the lock is dropped.
     free: *mut FreeList,
-    /// The list was seen empty: every request was taken.
-    drained: bool,
 }
 
 impl<T: Elevator> Iterator for Insertion<'_, T> {
@@ -1283,7 +1263,6 @@ impl<T: Elevator> Iterator for Insertion<'_, T> {
         // elevator lock is held while an `Insertion` exists.
         unsafe {
             if list_is_empty(self.list) {
-                self.drained = true;
                 return None;
             }
             let pos = (*self.list).next;
@@ -1331,12 +1310,8 @@ impl<T: Elevator> Insertion<'_, T> {
             })
         };
         if !merged {
-            // `elv_attempt_insert_merge()` puts requests on the list only
-            // when it merges.
             return Err(rq);
         }
-        // SAFETY: `free` is valid (see above).
-        unsafe { FreeList::mark_used(self.free) };
         let rq = rq.into_raw();
         // SAFETY: Lock held; the request is on the free list now and its
         // handle is consumed.
@@ -1717,12 +1692,7 @@ impl<T: Elevator> Vtable<T> {
         let free = &raw mut free;
         {
             let mut guard = data.lock.lock();
-            let mut requests = Insertion {
-                data,
-                list,
-                free,
-                drained: false,
-            };
+            let mut requests = Insertion { data, list, free };
             T::insert_requests(
                 &data.shared,
                 &mut guard,
@@ -1731,7 +1701,7 @@ impl<T: Elevator> Vtable<T> {
                 flags & bindings::BLK_MQ_INSERT_AT_HEAD != 0,
             );
             // SAFETY: `list` is valid for the call.
-            if !requests.drained && !unsafe { list_is_empty(list) } {
+            if !unsafe { list_is_empty(list) } {
                 pr_err!(
                     "WARNING: elevator {} did not take every inserted request\n",
                     T::NAME
@@ -1796,7 +1766,6 @@ impl<T: Elevator> Vtable<T> {
                             &raw mut (*rq).__bindgen_anon_1.queuelist,
                             FreeList::head(husks),
                         );
-                        FreeList::mark_used(husks);
                         continue;
                     }
                 }
