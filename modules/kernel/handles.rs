@@ -6,6 +6,7 @@
 //! and the merge hooks, which only translate between the two.
 
 use super::types::{IoPrio, MergeProbe, Op, Policy};
+use core::sync::atomic::AtomicU64;
 use kernel::block::mq::elevator::{Bio, MergeKind, ReqOp, Request, RequestRef};
 use kernel::prelude::*;
 use kernel::str::CStr;
@@ -40,6 +41,15 @@ pub(crate) fn kvvec_from_fn<T>(n: usize, f: impl Fn() -> T) -> Result<KVVec<T>> 
         v.push(f(), GFP_KERNEL)?;
     }
     Ok(v)
+}
+
+/// Storage of atomic words (the completion logs' bitmaps and times).
+pub(crate) struct Words(pub(crate) KVVec<AtomicU64>);
+
+impl AsRef<[AtomicU64]> for Words {
+    fn as_ref(&self) -> &[AtomicU64] {
+        &self.0
+    }
 }
 
 /// The handle of each request the scheduler holds, by scheduler index.

@@ -54,7 +54,7 @@ mod handles;
 
 use completions::{words_for, CompletionLog};
 use deadline::{Deadline, Slot};
-use handles::{kvvec_from_fn, policy_op, Handles};
+use handles::{kvvec_from_fn, policy_op, Handles, Words};
 use types::{Dispatch, IoPrio, Op, Policy, RequestDesc, TunableError};
 
 module! {
@@ -112,15 +112,6 @@ impl AsRef<[Slot]> for Slots {
 impl AsMut<[Slot]> for Slots {
     fn as_mut(&mut self) -> &mut [Slot] {
         &mut self.0
-    }
-}
-
-/// The completion log's storage.
-struct Words(KVVec<AtomicU64>);
-
-impl AsRef<[AtomicU64]> for Words {
-    fn as_ref(&self) -> &[AtomicU64] {
-        &self.0
     }
 }
 

@@ -21,7 +21,7 @@
 //! whose bit `i` says "word `i`, `i + 64`, `i + 128`, ... may have bits",
 //! so an empty log costs one load to drain.
 
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 
 /// The completion log over caller-provided words (64 tags each).
 pub struct CompletionLog<S> {
@@ -104,5 +104,153 @@ impl<S: AsRef<[AtomicU64]>> CompletionLog<S> {
                 }
             }
         }
+    }
+}
+
+/// How many completions [`TimedLog::drain`] sorts by time at once.
+pub const DRAIN_BATCH: usize = 32;
+
+/// A completion log for a policy whose completion handling depends on time
+/// and on its own state (BFQ): each recorded tag carries the time it
+/// completed, and a completion is handed to the policy at once, under the
+/// scheduler lock, only while the policy holds queued requests.
+///
+/// A completion can only change what happens next while requests wait: it
+/// may start an idle slice, end one, or free the device for a queue held
+/// back, and the caller must then arm a timer or run the queue. With
+/// nothing queued, the next request to arrive runs the queue anyway, and
+/// the completion can be handed over then, with the time it happened: the
+/// policy makes the same decisions as if it had been told at once. So the
+/// completion path takes the lock only while the policy is *busy*
+/// ([`TimedLog::complete`] says when), and whoever holds the lock drains
+/// the log before the policy decides anything.
+///
+/// The busy flag and the log are ordered so that no completion is left
+/// behind while requests wait: a completion records its tag, then (after a
+/// full fence) reads the flag; the lock holder that makes the policy busy
+/// sets the flag, then (after a full fence) looks at the log again
+/// ([`TimedLog::set_busy`]). One of the two sees the other.
+pub struct TimedLog<W, T> {
+    log: CompletionLog<W>,
+    times: T,
+    busy: AtomicBool,
+}
+
+impl<W: AsRef<[AtomicU64]>, T: AsRef<[AtomicU64]>> TimedLog<W, T> {
+    /// A log of `times.len()` tags over `words` (at least
+    /// [`words_for`]`(times.len())`, zero) and `times` (zero). Not busy.
+    pub fn new(words: W, times: T) -> Self {
+        TimedLog {
+            log: CompletionLog::new(words),
+            times,
+            busy: AtomicBool::new(false),
+        }
+    }
+
+    /// Notes when `tag` completed (the block layer's `completed_request`),
+    /// for [`TimedLog::complete`], which follows. Any context; a tag out of
+    /// range is ignored.
+    #[inline]
+    pub fn set_time(&self, tag: usize, now: u64) {
+        if let Some(t) = self.times.as_ref().get(tag) {
+            // 0 means "no time yet".
+            t.store(now.max(1), Ordering::Relaxed);
+        }
+    }
+
+    /// Records that `tag` is done, at the time [`TimedLog::set_time`]
+    /// noted, or else at `clock()`. Lock-free, any context. Returns whether
+    /// the caller must take the scheduler lock now and drain (the policy is
+    /// busy); otherwise the lock holder who next drains hands it over. A
+    /// tag out of range is not recorded, and `false` returned.
+    #[inline]
+    pub fn complete(&self, tag: usize, clock: impl FnOnce() -> u64) -> bool {
+        let Some(t) = self.times.as_ref().get(tag) else {
+            return false;
+        };
+        if t.load(Ordering::Relaxed) == 0 {
+            t.store(clock().max(1), Ordering::Relaxed);
+        }
+        // `record` publishes the time with its release.
+        if !self.log.record(tag) {
+            return false;
+        }
+        // Pairs with the fence in `set_busy`.
+        fence(Ordering::SeqCst);
+        self.busy.load(Ordering::Relaxed)
+    }
+
+    /// Says whether the policy now holds queued requests; call it with the
+    /// scheduler lock held, after every change that may make it busy.
+    /// Returns `true` when it just became busy and completions may have
+    /// been recorded meanwhile that saw it idle: the caller must drain
+    /// again.
+    #[inline]
+    pub fn set_busy(&self, busy: bool) -> bool {
+        if busy == self.busy.load(Ordering::Relaxed) {
+            return false;
+        }
+        self.busy.store(busy, Ordering::Relaxed);
+        if !busy {
+            // A completion that still sees "busy" only takes the lock.
+            return false;
+        }
+        // Pairs with the fence in `complete`.
+        fence(Ordering::SeqCst);
+        !self.log.is_empty()
+    }
+
+    /// Whether the policy was last said to be busy.
+    pub fn is_busy(&self) -> bool {
+        self.busy.load(Ordering::Relaxed)
+    }
+
+    /// Whether no completion may be recorded.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.log.is_empty()
+    }
+
+    /// Calls `f(tag, time)` with each recorded completion and forgets them,
+    /// in time order within batches of [`DRAIN_BATCH`] (more than that
+    /// between two drains is rare: every insertion and dispatch drains).
+    /// Call it with the scheduler lock held.
+    #[inline]
+    pub fn drain(&self, f: impl FnMut(usize, u64)) {
+        if self.log.is_empty() {
+            return;
+        }
+        self.drain_recorded(f);
+    }
+
+    fn drain_recorded(&self, mut f: impl FnMut(usize, u64)) {
+        let times = self.times.as_ref();
+        let mut batch = [(0u64, 0usize); DRAIN_BATCH];
+        let mut n = 0;
+        let mut flush = |batch: &mut [(u64, usize); DRAIN_BATCH], n: &mut usize| {
+            let b = &mut batch[..*n];
+            // Insertion sort: a drain holds a few completions.
+            for i in 1..b.len() {
+                let mut j = i;
+                while j > 0 && b[j - 1].0 > b[j].0 {
+                    b.swap(j - 1, j);
+                    j -= 1;
+                }
+            }
+            for &(t, tag) in b.iter() {
+                f(tag, t);
+            }
+            *n = 0;
+        };
+        self.log.drain(|tag| {
+            // In range: the log holds only tags `complete` checked.
+            let t = times.get(tag).map_or(0, |t| t.swap(0, Ordering::Relaxed));
+            batch[n] = (t, tag);
+            n += 1;
+            if n == DRAIN_BATCH {
+                flush(&mut batch, &mut n);
+            }
+        });
+        flush(&mut batch, &mut n);
     }
 }
