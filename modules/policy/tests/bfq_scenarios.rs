@@ -7,12 +7,18 @@
 //! and restart, the idle timer), a device that completes every request a
 //! fixed time after it starts, fio-like readers and an application reading
 //! files one at a time. Deterministic: the same run gives the same bytes.
+//! Completions reach the BFQ policy as in rust-bfq, through its
+//! `TimedLog` (deferred while nothing is queued); one test checks that
+//! handing them over at once instead gives the same figures.
 
 use ironlift_policy::bfq::{AfterCompletion, Bfq, IssuerSlot, ReqSlot};
+use ironlift_policy::completions::{words_for, TimedLog};
 use ironlift_policy::deadline::{Deadline, Slot};
 use ironlift_policy::{Dispatch, IoPrio, Nanos, Op, Policy, PrioClass, RequestDesc, NSEC_PER_MSEC};
+use std::cell::Cell;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
+use std::sync::atomic::AtomicU64;
 
 type B = Bfq<Vec<ReqSlot>, Vec<IssuerSlot>>;
 type D = Deadline<Vec<Slot>>;
@@ -48,6 +54,16 @@ impl SimPolicy for D {
     fn check(&self) -> Result<(), &'static str> {
         self.check_invariants()
     }
+}
+
+thread_local! {
+    /// Whether the simulations of this thread hand completions to the
+    /// policy as rust-bfq does (a [`TimedLog`]: at once only while requests
+    /// are queued, else at the next insertion or dispatch) rather than at
+    /// once, every time.
+    static DEFER_COMPLETIONS: Cell<bool> = const { Cell::new(true) };
+    /// How many completions were deferred in this thread.
+    static DEFERRED: Cell<u64> = const { Cell::new(0) };
 }
 
 const MS: Nanos = NSEC_PER_MSEC;
@@ -166,6 +182,8 @@ struct Sim<P> {
     occupancy: u128,
     withheld: u128,
     last_sample: Nanos,
+    /// rust-bfq's completion log, if completions are deferred as there.
+    defer: Option<TimedLog<Vec<AtomicU64>, Vec<AtomicU64>>>,
 }
 
 /// rust-bfq's policy as its init_sched sets it up on null_blk.
@@ -222,6 +240,14 @@ impl<P: SimPolicy> Sim<P> {
             occupancy: 0,
             withheld: 0,
             last_sample: 0,
+            defer: DEFER_COMPLETIONS.get().then(|| {
+                TimedLog::new(
+                    (0..words_for(m.sched_tags))
+                        .map(|_| AtomicU64::new(0))
+                        .collect(),
+                    (0..m.sched_tags).map(|_| AtomicU64::new(0)).collect(),
+                )
+            }),
         };
         for (r, cfg) in readers.iter().enumerate() {
             if cfg.count != 0 {
@@ -344,10 +370,12 @@ impl<P: SimPolicy> Sim<P> {
                 issuer: r,
                 arrival: self.now,
             };
+            self.hand_over();
             self.b.insert(t, &desc, false, self.now);
             if self.timer_at.is_some() && self.b.idling_until().is_none() {
                 self.cancel_timer();
             }
+            self.publish();
             self.run_queue();
         } else {
             self.readers[r].blocked_on_tag = true;
@@ -357,6 +385,42 @@ impl<P: SimPolicy> Sim<P> {
         self.readers[r].next += bs as u64;
         self.readers[r].to_submit -= 1;
         self.schedule_submit(r);
+    }
+
+    /// rust-bfq's `finish_request` up to the lock: whether the completion
+    /// of `t` reached the policy now (it did unless it was deferred).
+    fn finish(&mut self, t: usize) -> bool {
+        let Some(l) = &self.defer else {
+            self.b.completed(t, self.now);
+            return true;
+        };
+        l.set_time(t, self.now);
+        if !l.complete(t, || unreachable!("the time was given")) {
+            DEFERRED.set(DEFERRED.get() + 1);
+            return false;
+        }
+        self.hand_over();
+        true
+    }
+
+    /// Hands the deferred completions to the policy (rust-bfq's `drain`,
+    /// first in every hook that lets the policy decide).
+    fn hand_over(&mut self) {
+        if let Some(l) = &self.defer {
+            let b = &mut self.b;
+            l.drain(|tag, at| b.completed(tag, at));
+        }
+    }
+
+    /// rust-bfq's `publish`, last in those hooks.
+    fn publish(&mut self) {
+        let Some(l) = &self.defer else {
+            return;
+        };
+        if l.set_busy(self.b.has_work()) {
+            self.hand_over();
+            let _ = self.b.after_completion();
+        }
     }
 
     fn in_flight_or_listed(&self, t: usize) -> bool {
@@ -399,7 +463,10 @@ impl<P: SimPolicy> Sim<P> {
             self.dispatch_list.pop_front();
         }
         while self.b.has_work() {
-            match self.b.dispatch(self.now) {
+            self.hand_over();
+            let d = self.b.dispatch(self.now);
+            self.publish();
+            match d {
                 Dispatch::Request(t) => {
                     if !self.start_on_device(t) {
                         // No driver tag: the request goes to the dispatch
@@ -427,7 +494,7 @@ impl<P: SimPolicy> Sim<P> {
 
     fn complete(&mut self, slot: usize) {
         let t = self.device[slot].take().unwrap();
-        self.b.completed(t, self.now);
+        let told = self.finish(t);
         let q = self.reqs[t].take().unwrap();
         let rs = &mut self.readers[q.reader];
         if self.now > self.window.0 && self.now <= self.window.1 {
@@ -439,12 +506,15 @@ impl<P: SimPolicy> Sim<P> {
             rs.to_submit += q.ios;
             self.schedule_submit(q.reader);
         }
-        // The module's finish_request.
+        // The module's finish_request, if the completion took the lock.
         let mut run = false;
-        match self.b.after_completion() {
-            AfterCompletion::RunAt(u) => self.arm_timer(u),
-            AfterCompletion::RunNow => run = true,
-            AfterCompletion::Nothing => {}
+        if told {
+            match self.b.after_completion() {
+                AfterCompletion::RunAt(u) => self.arm_timer(u),
+                AfterCompletion::RunNow => run = true,
+                AfterCompletion::Nothing => {}
+            }
+            self.publish();
         }
         // The freed scheduler tag wakes a sleeper.
         if let Some(w) = self.tag_waiters.pop_front() {
@@ -712,4 +782,36 @@ fn startup_on_8ms_device_after_weight_raising() {
         ms(e_loaded)
     );
     assert!(ex > 1.5, "bfq after 10 s {ex:.2} x alone");
+}
+
+/// rust-bfq hands a completion to the policy at once only while requests
+/// are queued, and otherwise at the next insertion or dispatch, with the
+/// time it happened (`TimedLog`). That must change no decision: every
+/// scenario gives the same figures, to the byte and the nanosecond, with
+/// completions handed over at once and deferred as in the module.
+#[test]
+fn deferred_completions_change_nothing() {
+    fn both<T: PartialEq + std::fmt::Debug>(what: &str, run: impl Fn() -> T) {
+        DEFER_COMPLETIONS.set(false);
+        let at_once = run();
+        DEFER_COMPLETIONS.set(true);
+        DEFERRED.set(0);
+        let deferred = run();
+        let n = DEFERRED.get();
+        eprintln!("{what}: {deferred:?}, {n} completions deferred");
+        assert_eq!(at_once, deferred, "{what}");
+        assert!(n > 0, "{what}: no completion was deferred");
+    }
+    both("fairness", || fairness_run(100_000));
+    both("randread", || {
+        let (reqs, occ, withheld) = randread_run(1_000_000, 5_000, false);
+        (reqs, occ.to_bits(), withheld.to_bits())
+    });
+    both("startup, 2 ms device", || startup_both(NULLB_SLOW));
+    both("startup, 8 ms device", || {
+        startup_both(StartupDevice {
+            service: 8 * MS,
+            head_start: 26 * SEC,
+        })
+    });
 }
