@@ -20,6 +20,9 @@
 //! The log is a bitmap of `64 × n` tags in `n` words, plus a summary word
 //! whose bit `i` says "word `i`, `i + 64`, `i + 128`, ... may have bits",
 //! so an empty log costs one load to drain.
+//!
+//! [`TimedLog`] adds each completion's time and a "busy" flag, for BFQ,
+//! whose completions matter at once only while requests wait.
 
 use core::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 
