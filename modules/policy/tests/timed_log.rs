@@ -124,7 +124,7 @@ fn wait_for(a: &AtomicUsize, v: usize) {
     let mut spins = 0u32;
     while a.load(Ordering::Acquire) != v {
         spins += 1;
-        if spins % 256 == 0 {
+        if spins.is_multiple_of(256) {
             std::thread::yield_now();
         } else {
             std::hint::spin_loop();
