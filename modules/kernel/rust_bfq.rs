@@ -50,7 +50,7 @@
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use kernel::block::mq::elevator::{
     self, Bio, BioMerge, DepthUpdate, Elevator, HwQueue, Insertion, IoCq, LockOnDemand, MergeKind,
-    OpFlags, Queue, ReqOp, Request, RequestRef,
+    OpFlags, Queue, ReqOp, Request, RequestRef, Rerun,
 };
 use kernel::prelude::*;
 use kernel::{c_str, str::CStr};
@@ -440,6 +440,7 @@ impl Elevator for RustBfq {
         let mut guard = lock.lock();
         let locked = &mut *guard;
         self.drain(locked);
+        let mut run_now = false;
         // Only for requests that would otherwise wait: C BFQ arms its idle
         // timer, or schedules a dispatch, on most completions when each
         // process has one request at a time (see `after_completion()`).
@@ -455,11 +456,18 @@ impl Elevator for RustBfq {
             }
             // Nothing left on the device, and the last dispatch held the
             // queued requests back: nothing else will run the queue.
-            AfterCompletion::RunNow => rq.queue().run_hw_queues_async(),
+            AfterCompletion::RunNow => run_now = true,
             AfterCompletion::Nothing => {}
         }
         self.publish(locked);
         self.refresh(locked);
+        // After the unlock (C BFQ schedules the dispatch under its lock):
+        // running the queues may take `queue_lock`, which the block layer
+        // holds while `exit_icq` takes ours.
+        drop(guard);
+        if run_now {
+            rq.queue().run_hw_queues_async();
+        }
     }
 
     fn requeue_request(&self, locked: &mut Locked, rq: &RequestRef) {
@@ -470,7 +478,7 @@ impl Elevator for RustBfq {
         self.publish(locked);
     }
 
-    fn exit_icq(&self, locked: &mut Locked, icq: &IoCq) {
+    fn exit_icq(&self, locked: &mut Locked, icq: &IoCq, rerun: Rerun<'_>) {
         self.drain(locked);
         let w = icq.private();
         if w != ICQ_UNASSIGNED && w != ICQ_SHARED && w != ICQ_EXITED && w - 1 < ISSUERS - 1 {
@@ -484,8 +492,11 @@ impl Elevator for RustBfq {
         if locked.policy.has_work() {
             // As bfq_exit_bfqq(): the device may have been idling for the
             // exiting process; the policy stopped that, so run the queue now
-            // rather than when the idle timer fires.
-            icq.queue().run_hw_queues_async();
+            // rather than when the idle slice ends. From the rerun timer:
+            // the block layer holds `ioc->lock` here, and running the queue
+            // may take `queue_lock`, which it takes before `ioc->lock`.
+            rerun.now();
+            locked.idle_until = None;
         }
         self.publish(locked);
         self.refresh(locked);

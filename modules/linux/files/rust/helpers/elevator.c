@@ -35,6 +35,17 @@ unsigned short rust_helper_req_get_ioprio(struct request *req)
 	return req_get_ioprio(req);
 }
 
+/*
+ * blk_mq_run_hw_queue() takes queue_lock only when it finds nothing to run.
+ * The abstraction tells lockdep on every call, so that a caller holding a
+ * lock taken under queue_lock is reported at once, not on the rare call
+ * that takes it.
+ */
+void rust_helper_might_lock(spinlock_t *lock)
+{
+	might_lock(lock);
+}
+
 u64 rust_helper_ktime_get_ns(void)
 {
 	return ktime_get_ns();

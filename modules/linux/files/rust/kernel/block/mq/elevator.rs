@@ -321,9 +321,18 @@ impl Queue {
     }
 
     /// Runs all hardware queues from kblockd (`blk_mq_run_hw_queues(q, true)`).
+    ///
+    /// Callable from any context, but it may take `queue_lock` (when it
+    /// finds nothing pending it checks for quiescing under that lock), so
+    /// not with `queue_lock` held, nor with a lock taken under it: the
+    /// elevator lock in [`Elevator::exit_icq`] is one (use its [`Rerun`]),
+    /// and holding the elevator lock while calling this makes it one.
     pub fn run_hw_queues_async(&self) {
-        // SAFETY: The queue is live; with `async` set the function only
-        // queues work and can be called from any context.
+        // SAFETY: The queue is live. `might_lock()` only tells lockdep
+        // (nothing without it) that the lock may be taken here.
+        unsafe { bindings::might_lock(ptr::addr_of_mut!((*self.as_ptr()).queue_lock)) };
+        // SAFETY: The queue is live; with `async` set the function sleeps
+        // nowhere and only queues work, so any context will do.
         unsafe { bindings::blk_mq_run_hw_queues(self.as_ptr(), true) }
     }
 }
@@ -919,7 +928,13 @@ pub trait Elevator: Sized + Send + Sync + 'static {
     /// An I/O context leaves the queue (`exit_icq`): its process exited, or
     /// the scheduler is being detached. Called once per context, with the
     /// elevator lock held. Only for [`Elevator::IO_CONTEXTS`] schedulers.
-    fn exit_icq(&self, _locked: &mut Self::Locked, _icq: &IoCq) {
+    ///
+    /// The block layer holds the context's lock (`ioc->lock`), and on
+    /// detach also `queue_lock`, which it takes before `ioc->lock`: the
+    /// hardware queues cannot be run from here ([`Queue::run_hw_queues_async`]
+    /// may take `queue_lock`). A scheduler that must run them, as BFQ does
+    /// when the process it idled for exits, asks `rerun` to.
+    fn exit_icq(&self, _locked: &mut Self::Locked, _icq: &IoCq, _rerun: Rerun<'_>) {
         crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
     }
 
@@ -959,6 +974,27 @@ impl<T: Elevator> LockOnDemand<'_, T> {
     /// a request completes (C BFQ arms its `idle_slice_timer` there).
     pub fn rerun_at(&self, at_ns: u64) {
         arm_rerun(self.rerun, at_ns);
+    }
+}
+
+/// The queue's rerun timer, for a hook that runs where the hardware queues
+/// cannot be run directly ([`Elevator::exit_icq`]). The timer's callback
+/// runs them in hard-IRQ context, holding no lock, as
+/// [`Elevator::rerun_at`] answers are served.
+pub struct Rerun<'a> {
+    timer: &'a Opaque<bindings::hrtimer>,
+}
+
+impl Rerun<'_> {
+    /// Runs the hardware queues at `at_ns` ([`ktime_get_ns`]'s clock),
+    /// replacing any time the timer was armed for.
+    pub fn at(&self, at_ns: u64) {
+        arm_rerun(self.timer, at_ns);
+    }
+
+    /// Runs the hardware queues as soon as the timer can fire.
+    pub fn now(&self) {
+        arm_rerun(self.timer, ktime_get_ns());
     }
 }
 

@@ -19,7 +19,7 @@
 //! inserted after `exit_icq` (they were allocated before the process went
 //! away): a scheduler must not assume otherwise.
 
-use super::{Elevator, ElevatorData, Queue, RequestRef, Vtable};
+use super::{Elevator, ElevatorData, Queue, RequestRef, Rerun, Vtable};
 use crate::{bindings, types::Opaque};
 use core::sync::atomic::{AtomicUsize, Ordering};
 
@@ -63,8 +63,7 @@ impl IoCq {
         self.word().store(value, Ordering::Relaxed);
     }
 
-    /// The queue this context belongs to (`icq->q`), e.g. to run it when
-    /// [`Elevator::exit_icq`] ends an idle wait for the exiting process.
+    /// The queue this context belongs to (`icq->q`).
     pub fn queue(&self) -> &Queue {
         // SAFETY: `icq.q` is set when the icq is created and never changes;
         // the queue outlives its icqs (the elevator exits them before it
@@ -151,6 +150,7 @@ impl<T: Elevator> Vtable<T> {
         // SAFETY: `icq` is live and comes from this elevator's icq cache.
         let icq = unsafe { IoCq::from_raw(icq) };
         let mut guard = data.lock.lock();
-        T::exit_icq(&data.shared, &mut guard, icq);
+        let rerun = Rerun { timer: &data.rerun };
+        T::exit_icq(&data.shared, &mut guard, icq, rerun);
     }
 }
