@@ -1096,6 +1096,9 @@ impl<T: Elevator> ElevatorData<T> {
     /// `requests_merged`): the block layer calls them only from
     /// `blk_mq_sched_try_merge()` and `blk_mq_sched_try_insert_merge()`,
     /// which the abstraction calls with the lock held and the context set.
+    // The `&mut` comes from the pointer `with_merge_ctx` lent, not from
+    // `&self`: the lock, held up the stack, makes it exclusive.
+    #[allow(clippy::mut_from_ref)]
     unsafe fn merge_ctx(&self) -> Option<(&mut T::Locked, *mut bindings::request)> {
         // SAFETY: See above: the lock is held by our caller up the stack.
         let ctx = unsafe { &*self.merge.get() };
@@ -1701,8 +1704,8 @@ impl<T: Elevator> Vtable<T> {
     unsafe extern "C" fn depth_updated(hctx: *mut bindings::blk_mq_hw_ctx) {
         // SAFETY: The elevator is attached to `hctx->queue`.
         let data = unsafe { ElevatorData::<T>::from_queue((*hctx).queue) };
-        // SAFETY: `hctx` is live for the call.
         let update = DepthUpdate {
+            // SAFETY: `hctx` is live for the call.
             hctx: unsafe { HwQueue::from_raw(hctx) },
         };
         let mut guard = data.lock.lock();
@@ -2204,14 +2207,14 @@ unsafe impl<T: Elevator> Sync for Registration<T> {}
 impl<T: Elevator> Registration<T> {
     /// Registers elevator `T`, owned by `module`.
     pub fn new(module: &'static ThisModule) -> Result<Self> {
-        if T::NAME.len() >= ELV_NAME_MAX || T::ALIAS.map_or(false, |a| a.len() >= ELV_NAME_MAX) {
+        if T::NAME.len() >= ELV_NAME_MAX || T::ALIAS.is_some_and(|a| a.len() >= ELV_NAME_MAX) {
             return Err(EINVAL);
         }
         if T::HAS_EXIT_ICQ && !T::IO_CONTEXTS {
             return Err(EINVAL);
         }
         if T::TUNABLES.len() > MAX_TUNABLES
-            || (!T::TUNABLES.is_empty() && !(T::HAS_TUNABLE_SHOW && T::HAS_TUNABLE_STORE))
+            || !(T::TUNABLES.is_empty() || (T::HAS_TUNABLE_SHOW && T::HAS_TUNABLE_STORE))
         {
             return Err(EINVAL);
         }
