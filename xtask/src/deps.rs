@@ -14,6 +14,10 @@ pub const PACKAGES: &[(&str, &str)] = &[
         "a rustc that matches rust-web-src, for kernel Rust",
     ),
     ("rust-web-src", "the core library source the kernel builds"),
+    (
+        "rust-web-clippy",
+        "clippy matching rustc-web, for `cargo xtask patches`",
+    ),
     ("clang", "LLVM=1 kernel build"),
     ("lld", "LLVM=1 kernel build"),
     ("llvm", "LLVM=1 kernel build"),

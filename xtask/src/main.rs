@@ -5,6 +5,7 @@
 //! in-guest KTAP suite). The other commands are their steps.
 
 mod bench;
+mod clippy;
 mod deps;
 mod kernel;
 mod ktap;
@@ -139,7 +140,8 @@ enum Cmd {
         only: Option<Vec<String>>,
     },
     /// Write the kernel additions as a git format-patch series with a cover
-    /// letter, check that it applies to 6.12 and run checkpatch --strict
+    /// letter, check that it applies to 6.12, run checkpatch --strict, then
+    /// the kernel's clippy (make CLIPPY=1) over rust/ and the modules
     Patches {
         #[command(flatten)]
         k: KernelArgs,
@@ -215,7 +217,10 @@ fn main() {
             opts.kernel_src = None;
             let src = kernel::pristine_source(&tc, &opts)?;
             let out = out.unwrap_or_else(|| util::repo_root().join("target/patches"));
-            patches::run_cmd(&src, &out, results.as_deref())
+            patches::run_cmd(&src, &out, results.as_deref())?;
+            // Clippy needs the kernel built with the additions.
+            let built = kernel::ensure(&tc, &kernel_opts(&k))?;
+            clippy::run(&tc, &built, jobs(&k))
         })(),
         Cmd::Report { path } => rerender(&path),
         Cmd::Ktap { file, console } => ktap_cmd(&file, console.as_deref()),

@@ -36,6 +36,14 @@ fn stage(from: &Path, to: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Copies the modules' sources into `dir` with the repo's layout:
+/// `kernel/` (modules/kernel) and `policy/src/`.
+pub fn stage_sources(dir: &Path) -> Result<()> {
+    let root = util::repo_root();
+    stage(&root.join("modules/kernel"), &dir.join("kernel"))?;
+    stage(&root.join("modules/policy/src"), &dir.join("policy/src"))
+}
+
 pub fn build(tc: &Toolchain, k: &Kernel, jobs: usize) -> Result<Vec<Module>> {
     let root = util::repo_root();
     let stage_dir =
@@ -60,11 +68,7 @@ pub fn build(tc: &Toolchain, k: &Kernel, jobs: usize) -> Result<Vec<Module>> {
             fs::remove_file(&f)?;
         }
     }
-    stage(&root.join("modules/kernel"), &kdir)?;
-    stage(
-        &root.join("modules/policy/src"),
-        &stage_dir.join("policy/src"),
-    )?;
+    stage_sources(&stage_dir)?;
     let src = k.src.clone();
     run_logged(
         make(tc, &src, &k.build)
