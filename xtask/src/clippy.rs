@@ -95,9 +95,20 @@ pub fn run(tc: &Toolchain, k: &Kernel, jobs: usize) -> Result<()> {
         .arg("modules");
     run_logged(&mut cmd, &modules_log, "clippy, modules")
         .context("the module build with CLIPPY=1 failed: the compiler's message is above")?;
+    // Name the repo's files, not the copies the build read.
+    let root = crate::util::repo_root();
+    let ours = [
+        (ext.join("kernel"), root.join("modules/kernel")),
+        (ext.join("policy/src"), root.join("modules/policy/src")),
+        (k.src.join("rust"), root.join("modules/linux/files/rust")),
+    ];
     let mut all = Vec::new();
     for log in [&kernel_log, &modules_log] {
-        all.extend(findings(&read(log)?));
+        all.extend(
+            findings(&read(log)?)
+                .into_iter()
+                .map(|f| repo_paths(&f, &ours)),
+        );
     }
     for f in &all {
         note(&format!("    {f}"));
@@ -112,6 +123,24 @@ pub fn run(tc: &Toolchain, k: &Kernel, jobs: usize) -> Result<()> {
     }
     note("clippy: no findings in rust/ or modules/kernel");
     Ok(())
+}
+
+/// `finding` with each staged or kernel-tree path that has a file in the
+/// repo behind it (`(copy, repo)` folder pairs) replaced by the repo's.
+fn repo_paths(finding: &str, pairs: &[(PathBuf, PathBuf)]) -> String {
+    let Some((text, at)) = finding.split_once(" --> ") else {
+        return finding.to_string();
+    };
+    for (copy, repo) in pairs {
+        let Some(rest) = at.strip_prefix(&format!("{}/", copy.display())) else {
+            continue;
+        };
+        let file = rest.split(':').next().unwrap_or(rest);
+        if repo.join(file).is_file() {
+            return format!("{text} --> {}/{rest}", repo.display());
+        }
+    }
+    finding.to_string()
 }
 
 fn read(p: &Path) -> Result<String> {
@@ -143,5 +172,27 @@ error: aborting due to 1 previous error
             ]
         );
         assert!(findings("  CLIPPY L rust/kernel.o\n  AR built-in.a\n").is_empty());
+    }
+
+    #[test]
+    fn repo_paths_name_the_repos_files_only() {
+        let repo = crate::util::repo_root();
+        let pairs = [(
+            PathBuf::from("/cache/ext/kernel"),
+            repo.join("modules/kernel"),
+        )];
+        assert_eq!(
+            repo_paths("warning: w --> /cache/ext/kernel/rust_bfq.rs:3:4", &pairs),
+            format!(
+                "warning: w --> {}/modules/kernel/rust_bfq.rs:3:4",
+                repo.display()
+            )
+        );
+        // Not in the repo: left as the build named it.
+        assert_eq!(
+            repo_paths("warning: w --> /cache/ext/kernel/nope.rs:3:4", &pairs),
+            "warning: w --> /cache/ext/kernel/nope.rs:3:4"
+        );
+        assert_eq!(repo_paths("warning: w", &pairs), "warning: w");
     }
 }
