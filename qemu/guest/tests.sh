@@ -472,6 +472,10 @@ fair_line() { # scheduler
 			s, h / 1e6, l / 1e6, t, (h + l) / 1e6 / t, k, r, h / l }'
 }
 
+fair_in_band() {
+	awk -v h="$FAIR_HI" -v l="$FAIR_LO" 'BEGIN { r = h / l; exit !(r >= 1.7 && r <= 2.3) }'
+}
+
 fairness() {
 	local n=0 s
 	if [ -z "$SLOW_DEV" ] || [ ! -b "$SLOW_DEV" ]; then
@@ -501,7 +505,20 @@ fairness() {
 			continue
 		fi
 		out "    # $(fair_line "$s")"
-		if awk -v h="$FAIR_HI" -v l="$FAIR_LO" 'BEGIN { r = h / l; exit !(r >= 1.7 && r <= 2.3) }'; then
+		# Once more if outside the band: a host busy with something else
+		# slows the TCG guest, the readers' think time outgrows the idle
+		# slice and both BFQs drift towards 1:1 (rust-bfq 1.685 and C bfq
+		# 1.756 in one such run, 1.85-2.03 and 1.99-2.10 otherwise). A
+		# scheduler that misses the band twice fails; both lines are kept.
+		if [ "$KERNEL_FLAVOR" != debug ] && ! fair_in_band; then
+			out "    # outside 1.70..2.30: measuring again"
+			if ! fair_measure "$s"; then
+				out "    not ok $n $s # $FAIR_ERR"
+				continue
+			fi
+			out "    # $(fair_line "$s")"
+		fi
+		if fair_in_band; then
 			out "    ok $n $s"
 		elif [ "$KERNEL_FLAVOR" = debug ]; then
 			# Under KASAN and lockdep the CPU, not the scheduler, decides
