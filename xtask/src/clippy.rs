@@ -12,7 +12,7 @@
 use crate::deps::Toolchain;
 use crate::kernel::{make, Kernel};
 use crate::modules;
-use crate::util::{note, run_logged, step};
+use crate::util::{self, note, run_logged, step};
 use anyhow::{bail, Context, Result};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -67,15 +67,7 @@ pub fn run(tc: &Toolchain, k: &Kernel, jobs: usize) -> Result<()> {
     if dir.exists() {
         fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
     }
-    let status = Command::new("cp")
-        .arg("-a")
-        .arg(&k.build)
-        .arg(&dir)
-        .status()
-        .context("running cp")?;
-    if !status.success() {
-        bail!("could not copy {} to {}", k.build.display(), dir.display());
-    }
+    util::run(Command::new("cp").arg("-a").arg(&k.build).arg(&dir))?;
     let clippy = |cmd: &mut Command| {
         cmd.arg("CLIPPY=1")
             .arg(format!("CLIPPY_DRIVER={}", driver.display()))
@@ -96,7 +88,7 @@ pub fn run(tc: &Toolchain, k: &Kernel, jobs: usize) -> Result<()> {
     run_logged(&mut cmd, &modules_log, "clippy, modules")
         .context("the module build with CLIPPY=1 failed: the compiler's message is above")?;
     // Name the repo's files, not the copies the build read.
-    let root = crate::util::repo_root();
+    let root = util::repo_root();
     let ours = [
         (ext.join("kernel"), root.join("modules/kernel")),
         (ext.join("policy/src"), root.join("modules/policy/src")),

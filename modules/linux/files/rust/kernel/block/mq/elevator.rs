@@ -986,13 +986,8 @@ pub struct Rerun<'a> {
 }
 
 impl Rerun<'_> {
-    /// Runs the hardware queues at `at_ns` ([`ktime_get_ns`]'s clock),
-    /// replacing any time the timer was armed for.
-    pub fn at(&self, at_ns: u64) {
-        arm_rerun(self.timer, at_ns);
-    }
-
-    /// Runs the hardware queues as soon as the timer can fire.
+    /// Runs the hardware queues as soon as the timer can fire, replacing
+    /// any time it was armed for.
     pub fn now(&self) {
         arm_rerun(self.timer, ktime_get_ns());
     }
