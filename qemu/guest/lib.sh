@@ -70,6 +70,9 @@ nullb_describe() {
 
 setup_guest() {
 	[ -f /run/out/job.env ] && . /run/out/job.env
+	# The report says which clock the guest measured with.
+	cat /sys/devices/system/clocksource/clocksource0/current_clocksource \
+		>/run/out/clocksource 2>/dev/null
 	local m
 	for m in $MODULES; do
 		if insmod "$m"; then

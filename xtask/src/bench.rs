@@ -506,6 +506,9 @@ pub struct ResultsFile {
     pub kernel_release: String,
     pub kernel_key: String,
     pub accel: String,
+    /// The guest's clocksource (`tsc`, `hpet`, ...), as it reported it.
+    #[serde(default)]
+    pub guest_clocksource: String,
     pub host: String,
     pub guest_cpus: u32,
     pub guest_memory_mb: u32,
@@ -515,6 +518,16 @@ pub struct ResultsFile {
     pub workloads: Vec<Workload>,
     pub runs: Vec<RunResult>,
     pub summary: Vec<Summary>,
+}
+
+/// The guest's clocksource for a report: results from before it was
+/// recorded have none.
+pub(crate) fn clocksource_label(name: &str) -> &str {
+    if name.is_empty() {
+        "unknown"
+    } else {
+        name
+    }
 }
 
 /// A number with `prec` decimals, or `-` when it is not finite.

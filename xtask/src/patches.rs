@@ -278,10 +278,11 @@ pub fn run_cmd(src: &Path, out: &Path, results: Option<&Path>) -> Result<()> {
                     .with_context(|| format!("reading {}", file.display()))?,
             )?;
             Some(format!(
-                "Measured with `cargo xtask qemu-bench` ({}; {} guest, kernel {}; \
-                 {} repeats, interleaved):\n{}",
+                "Measured with `cargo xtask qemu-bench` ({}; {} guest, clocksource {}, \
+                 kernel {}; {} repeats, interleaved):\n{}",
                 res.suite,
                 res.accel.to_uppercase(),
+                crate::bench::clocksource_label(&res.guest_clocksource),
                 res.kernel_release,
                 res.timing.repeats,
                 crate::bench::table_markdown(&res)

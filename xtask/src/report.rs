@@ -138,8 +138,9 @@ pub fn write(dir: &Path, res: &ResultsFile) -> Result<()> {
     let _ = writeln!(md, "| kernel | {} |", res.kernel_release);
     let _ = writeln!(
         md,
-        "| guest | QEMU, accelerator **{}**, {} vCPUs, {} MiB |",
+        "| guest | QEMU, accelerator **{}**, clocksource {}, {} vCPUs, {} MiB |",
         res.accel.to_uppercase(),
+        crate::bench::clocksource_label(&res.guest_clocksource),
         res.guest_cpus,
         res.guest_memory_mb
     );

@@ -368,6 +368,9 @@ pub struct StartupResults {
     pub kernel_release: String,
     pub kernel_key: String,
     pub accel: String,
+    /// The guest's clocksource (`tsc`, `hpet`, ...), as it reported it.
+    #[serde(default)]
+    pub guest_clocksource: String,
     pub host: String,
     pub guest_cpus: u32,
     pub guest_memory_mb: u32,
@@ -610,8 +613,9 @@ pub fn write_report(dir: &Path, res: &StartupResults) -> Result<()> {
     let _ = writeln!(md, "| kernel | {} |", res.kernel_release);
     let _ = writeln!(
         md,
-        "| guest | QEMU, accelerator **{}**, {} vCPUs, {} MiB |",
+        "| guest | QEMU, accelerator **{}**, clocksource {}, {} vCPUs, {} MiB |",
         res.accel.to_uppercase(),
+        crate::bench::clocksource_label(&res.guest_clocksource),
         res.guest_cpus,
         res.guest_memory_mb
     );
@@ -830,6 +834,7 @@ mod tests {
             kernel_release: String::new(),
             kernel_key: String::new(),
             accel: "tcg".into(),
+            guest_clocksource: String::new(),
             host: String::new(),
             guest_cpus: 2,
             guest_memory_mb: 2048,
