@@ -21,6 +21,27 @@ counters() {
 	awk '$1 == "ctxt" { print "ctx_switches", $2 }' /proc/stat
 }
 
+# With INSN_COUNT set (qemu-bench --count-insns), QEMU runs the insn_count
+# plugin: writing a name into /run/out/insn.trigger makes it save the
+# kernel instruction counts since the last call under that name (relative
+# to /run/out; "discard" saves nothing) and start again from zero. It
+# removes the trigger when done.
+insn_phase() {
+	[ -n "${INSN_COUNT:-}" ] || return 0
+	echo "$1" >/run/out/insn.trigger.tmp &&
+		mv /run/out/insn.trigger.tmp /run/out/insn.trigger || return 1
+	local i=0
+	while [ -e /run/out/insn.trigger ]; do
+		i=$((i + 1))
+		if [ "$i" -gt 600 ]; then
+			say "the insn_count plugin did not answer within 30 s"
+			rm -f /run/out/insn.trigger
+			return 1
+		fi
+		sleep 0.05
+	done
+}
+
 plan=/run/out/plan.tsv
 mkdir -p /run/out/runs
 total=$(grep -c . "$plan")
@@ -40,12 +61,14 @@ while IFS=$'\t' read -r id dev sched workload args; do
 	prof=""
 	[ -n "${PERF:-}" ] && prof="$PERF record -q -e cpu-clock -a -g -F 999 -o /tmp/perf.data --"
 	counters > "/tmp/before"
+	insn_phase discard
 	# shellcheck disable=SC2086
 	if ! $prof fio --output-format=json --output="/run/out/runs/$id.json.tmp" \
 		--filename="$dev" $args < /dev/null > "/run/out/runs/$id.log" 2>&1; then
 		echo "fio failed: $(tail -3 "/run/out/runs/$id.log" | tr '\n' ' ')" > "/run/out/runs/$id.err"
 		continue
 	fi
+	insn_phase "runs/$id.insns"
 	# The change of each counter over the run.
 	counters | awk 'NR == FNR { a[$1] = $2; next } ($1 in a) { print $1, $2 - a[$1] }' \
 		/tmp/before - > "/run/out/runs/$id.counters"

@@ -74,9 +74,15 @@ setup_guest() {
 	cat /sys/devices/system/clocksource/clocksource0/current_clocksource \
 		>/run/out/clocksource 2>/dev/null
 	local m
+	: >/run/out/modules.txt
 	for m in $MODULES; do
 		if insmod "$m"; then
 			say "loaded $(basename "$m")"
+			# Where its code lies, for --count-insns to name its functions.
+			local name
+			name=$(basename "$m" .ko)
+			echo "$name $(cat "/sys/module/$name/sections/.text" 2>/dev/null)" \
+				>>/run/out/modules.txt
 		else
 			say "insmod $m failed"
 			return 1

@@ -258,6 +258,9 @@ pub struct Measured {
     /// CPU, workers and idle included) per 1000 I/Os.
     #[serde(default)]
     pub sys_ctx_per_kio: Option<f64>,
+    /// Kernel instructions per request (`--count-insns`).
+    #[serde(default)]
+    pub insns: Option<crate::insns::InsnCount>,
 }
 
 /// One run's record in the results file.
@@ -400,6 +403,15 @@ pub struct Summary {
     pub ratio_to_counterpart: Option<f64>,
     #[serde(default)]
     pub counterpart_sd: Option<f64>,
+    /// With `--count-insns`: mean and standard deviation over repeats of
+    /// the kernel's instructions per request, and the mean of the
+    /// scheduler's own share ([`crate::insns::InsnCount`]).
+    #[serde(default)]
+    pub kernel_insns: Option<f64>,
+    #[serde(default)]
+    pub kernel_insns_sd: Option<f64>,
+    #[serde(default)]
+    pub scheduler_insns: Option<f64>,
 }
 
 /// The C scheduler a Rust one reimplements, by name: `rust-X` stands for
@@ -465,6 +477,16 @@ pub fn summarize(results: &[RunResult], schedulers: &[String]) -> Vec<Summary> {
             let (iops_mean, iops_sd) = mean_sd(&col(|m| m.iops));
             let (ratio, ratio_sd) = paired_ratio(&rs, &none);
             let counterpart = counterpart(s, schedulers);
+            let per_request: Vec<f64> = ms
+                .iter()
+                .filter_map(|m| m.insns.as_ref().map(|c| c.kernel_per_request))
+                .collect();
+            let (kernel_insns, kernel_insns_sd) = if per_request.is_empty() {
+                (None, None)
+            } else {
+                let (m, sd) = mean_sd(&per_request);
+                (Some(m), Some(sd))
+            };
             let (ratio_to_counterpart, counterpart_sd) = match &counterpart {
                 Some(c) => paired_ratio(&rs, &of(c)),
                 None => (None, None),
@@ -488,6 +510,11 @@ pub fn summarize(results: &[RunResult], schedulers: &[String]) -> Vec<Summary> {
                 counterpart,
                 ratio_to_counterpart,
                 counterpart_sd,
+                kernel_insns,
+                kernel_insns_sd,
+                scheduler_insns: mean_of(&ms, |m| {
+                    m.insns.as_ref().map(|c| c.scheduler_per_request)
+                }),
             });
         }
     }
@@ -598,6 +625,48 @@ pub fn table_markdown(res: &ResultsFile) -> String {
             f(row.sys_ctx_per_kio.unwrap_or(f64::NAN), 1),
             ratio,
             vs_c
+        ));
+    }
+    s.push_str(&insns_markdown(res));
+    s
+}
+
+/// The `--count-insns` tables, one per device and workload that has
+/// counts; empty without any.
+fn insns_markdown(res: &ResultsFile) -> String {
+    let mut s = String::new();
+    let mut last: Option<(&str, &str)> = None;
+    for row in res.summary.iter().filter(|r| r.kernel_insns.is_some()) {
+        let k = (row.device.as_str(), row.workload.as_str());
+        if last != Some(k) {
+            s.push_str(&format!(
+                "\n#### {} — {}: kernel instructions per request\n\n\
+                 Counted by QEMU's TCG plugin (`--count-insns`) over each fio run, \
+                 every CPU, divided by the requests started; \
+                 the scheduler's own: its functions (a Rust scheduler's module and \
+                 the `rust_helper_` functions it calls).\n\n\
+                 | scheduler | kernel insns / request (mean ± sd) | vs none | \
+                 scheduler's own insns / request |\n|---|---:|---:|---:|\n",
+                row.device, row.workload
+            ));
+            last = Some(k);
+        }
+        let none = res
+            .summary
+            .iter()
+            .find(|r| r.device == row.device && r.workload == row.workload && r.scheduler == "none")
+            .and_then(|r| r.kernel_insns);
+        let vs_none = match (row.kernel_insns, none) {
+            (Some(x), Some(n)) if n > 0.0 => f(x / n, 2),
+            _ => "-".into(),
+        };
+        s.push_str(&format!(
+            "| {} | {} ± {} | {} | {} |\n",
+            row.scheduler,
+            f(row.kernel_insns.unwrap_or(f64::NAN), 0),
+            f(row.kernel_insns_sd.unwrap_or(f64::NAN), 0),
+            vs_none,
+            f(row.scheduler_insns.unwrap_or(f64::NAN), 0),
         ));
     }
     s

@@ -7,6 +7,7 @@
 mod bench;
 mod clippy;
 mod deps;
+mod insns;
 mod kernel;
 mod ktap;
 mod modules;
@@ -118,6 +119,14 @@ enum Cmd {
         /// profiled runs only with each other.
         #[arg(long)]
         profile: bool,
+        /// Count the guest kernel's instructions in each fio run with a
+        /// QEMU TCG plugin (qemu/plugins/insn_count.c, built with clang):
+        /// instructions per request by scheduler in the report, and each
+        /// run's costliest functions in runs/<id>.insns.txt. Unlike IOPS,
+        /// the counts do not move with the host's load. TCG only; slows the
+        /// guest, so compare such runs only with each other
+        #[arg(long, conflicts_with = "profile")]
+        count_insns: bool,
     },
     /// Run the tests: cargo test over the workspace, then the in-guest KTAP suite
     Test {
@@ -190,6 +199,7 @@ fn main() {
             workloads,
             out,
             profile,
+            count_insns,
         } => qemu_bench(BenchOpts {
             k,
             g,
@@ -202,6 +212,7 @@ fn main() {
             workloads,
             out,
             profile,
+            count_insns,
         }),
         Cmd::Test {
             k,
@@ -321,6 +332,7 @@ struct BenchOpts {
     workloads: Option<Vec<String>>,
     out: Option<PathBuf>,
     profile: bool,
+    count_insns: bool,
 }
 
 /// The perf the guest runs for `--profile` (the host's, over the 9p root).
@@ -387,7 +399,13 @@ impl BenchOpts {
     }
 
     /// The guest boot of a benchmark whose job folder is `out`.
-    fn boot<'a>(&self, p: &'a Prepared, out: &'a Path, timeout: Duration) -> qemu::Boot<'a> {
+    fn boot<'a>(
+        &self,
+        p: &'a Prepared,
+        out: &'a Path,
+        timeout: Duration,
+        qemu_extra: Vec<String>,
+    ) -> qemu::Boot<'a> {
         qemu::Boot {
             kernel: &p.kernel,
             accel: p.accel,
@@ -399,6 +417,27 @@ impl BenchOpts {
             memory_mb: self.g.memory,
             cpus: self.g.cpus,
             cmdline_extra: String::new(),
+            qemu_extra,
+        }
+    }
+}
+
+/// A run's instruction counts (`<base>.insns`, from the plugin), per
+/// request; the listing goes to `<base>.insns.txt`. A run without counts,
+/// or whose counts cannot be read, gets none, and says why.
+fn count_insns(base: &Path, syms: &insns::Symbols, scheduler: &str) -> Option<insns::InsnCount> {
+    let dump = match fs::read_to_string(base.with_extension("insns")) {
+        Ok(d) => d,
+        Err(e) => {
+            note(&format!("{}: no instruction counts ({e})", base.display()));
+            return None;
+        }
+    };
+    match insns::summarize(&dump, syms, scheduler, &base.with_extension("insns.txt")) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            note(&format!("{}: instruction counts: {e:#}", base.display()));
+            None
         }
     }
 }
@@ -450,9 +489,9 @@ fn qemu_bench(o: BenchOpts) -> Result<()> {
     }
     let all_devices = bench::load_devices(&root)?;
     if suite.kind == bench::SuiteKind::Startup {
-        if o.profile {
+        if o.profile || o.count_insns {
             bail!(
-                "--profile records fio runs; suite {} is a start-up suite",
+                "--profile and --count-insns measure fio runs; suite {} is a start-up suite",
                 suite.name
             );
         }
@@ -466,6 +505,14 @@ fn qemu_bench(o: BenchOpts) -> Result<()> {
     }
     let devices = o.devices(&suite, &all_devices)?;
     let p = prepare(&o.k, &o.g)?;
+    let plugin = if o.count_insns {
+        if p.accel != qemu::Accel::Tcg {
+            bail!("--count-insns needs TCG (it is a TCG plugin): add --accel tcg");
+        }
+        Some(insns::plugin(&kernel_opts(&o.k).cache)?)
+    } else {
+        None
+    };
     let timing = o.timing(&suite);
     let schedulers = o.schedulers(&p);
     if !schedulers.iter().any(|s| s == "none") {
@@ -481,6 +528,8 @@ fn qemu_bench(o: BenchOpts) -> Result<()> {
         &bench::plan_tsv(&plan, &all_devices)?,
         &if o.profile {
             format!("PERF={PERF}\n")
+        } else if o.count_insns {
+            "INSN_COUNT=1\n".to_string()
         } else {
             String::new()
         },
@@ -501,9 +550,27 @@ fn qemu_bench(o: BenchOpts) -> Result<()> {
     ));
     note(&format!("results: {}", out.display()));
     let started = now("-Iseconds");
-    let boot = o.boot(&p, &out, Duration::from_secs(estimate * 2 + 300));
+    let qemu_extra = match &plugin {
+        Some(so) => insns::qemu_args(so, &out),
+        None => Vec::new(),
+    };
+    let boot = o.boot(
+        &p,
+        &out,
+        Duration::from_secs(estimate * 2 + 300),
+        qemu_extra,
+    );
     let r = boot.run()?;
     let finished = now("-Iseconds");
+    let symbols = if o.count_insns {
+        Some(insns::Symbols::load(
+            &p.kernel.build.join("System.map"),
+            &fs::read_to_string(out.join("modules.txt")).unwrap_or_default(),
+            &p.modules,
+        )?)
+    } else {
+        None
+    };
     let mut runs = Vec::new();
     for pr in &plan {
         let base = out.join("runs").join(&pr.id);
@@ -514,6 +581,9 @@ fn qemu_bench(o: BenchOpts) -> Result<()> {
                 Ok(mut m) => {
                     if let Ok(c) = fs::read_to_string(base.with_extension("counters")) {
                         bench::add_counters(&mut m, &c);
+                    }
+                    if let Some(syms) = &symbols {
+                        m.insns = count_insns(&base, syms, &pr.scheduler);
                     }
                     (true, None, Some(m))
                 }
@@ -624,7 +694,7 @@ fn startup_bench(
     ));
     note(&format!("results: {}", out.display()));
     let started = now("-Iseconds");
-    let boot = o.boot(&p, &out, Duration::from_secs(timeout));
+    let boot = o.boot(&p, &out, Duration::from_secs(timeout), Vec::new());
     let r = boot.run()?;
     let finished = now("-Iseconds");
     let runs: Vec<startup::StartupRun> = plan
@@ -987,6 +1057,7 @@ fn guest_tests(k: &KernelArgs, g: &GuestArgs, tests: &[String]) -> Result<GuestO
         } else {
             String::new()
         },
+        qemu_extra: Vec::new(),
     };
     let r = boot.run()?;
     note(&format!(

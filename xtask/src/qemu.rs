@@ -88,6 +88,8 @@ pub struct Boot<'a> {
     pub cpus: u32,
     /// Extra kernel command line.
     pub cmdline_extra: String,
+    /// Extra QEMU arguments (`--count-insns`: the plugin).
+    pub qemu_extra: Vec<String>,
 }
 
 /// How a boot ended.
@@ -215,6 +217,7 @@ impl Boot<'_> {
                     "ide-hd,drive=hdd0,bus=ahci0.0,rotation_rate=7200",
                 ]);
         }
+        c.args(&self.qemu_extra);
         c.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -346,6 +349,7 @@ pub fn choose_accel(kernel: &Kernel, cache: &Path, want: &str) -> Result<Accel> 
         memory_mb: 512,
         cpus: 1,
         cmdline_extra: String::new(),
+        qemu_extra: Vec::new(),
     };
     let ok = match boot.run() {
         Ok(r) => !r.timed_out && r.console.contains("IRONLIFT: probe ok"),

@@ -1,0 +1,342 @@
+//! `qemu-bench --count-insns`: the guest kernel's instructions per request,
+//! counted by a QEMU TCG plugin (`qemu/plugins/insn_count.c`).
+//!
+//! IOPS on this emulated machine move by ± 20 % between repeats when the
+//! host is busy; instruction counts do not depend on the host's load, so
+//! they show a scheduler's cost, and what a patch changes in it, in one run.
+//! The plugin counts every kernel block's executions; the guest saves the
+//! counts of each fio run (`runs/<id>.insns`); here they are named with the
+//! kernel's `System.map` and the loaded modules' symbols, and divided by
+//! the requests the run started (calls of `blk_mq_start_request`).
+
+use crate::modules::Module;
+use crate::util::{self, note};
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The kernel function every request passes through once, as the driver
+/// starts it: the count of its entries is the run's request count.
+const PER_REQUEST: &str = "blk_mq_start_request";
+
+/// How many functions a run's `.insns.txt` lists.
+const LISTED: usize = 40;
+
+/// Builds the plugin (cached by the hash of its source) and returns the
+/// shared object's path.
+pub fn plugin(cache: &Path) -> Result<PathBuf> {
+    let src = util::repo_root()
+        .join("qemu")
+        .join("plugins")
+        .join("insn_count.c");
+    let text = fs::read(&src).with_context(|| format!("reading {}", src.display()))?;
+    let mut h = util::Hasher::new();
+    h.add("insn_count.c", &text);
+    let dir = cache.join("plugins");
+    let so = dir.join(format!("insn_count-{}.so", &h.hex()[..12]));
+    if so.exists() {
+        return Ok(so);
+    }
+    fs::create_dir_all(&dir)?;
+    let Some(cc) = util::which("clang") else {
+        bail!(
+            "--count-insns builds a QEMU plugin with clang, which is missing: \
+             `cargo xtask deps` installs it (Debian package clang)"
+        );
+    };
+    let tmp = so.with_extension("so.tmp");
+    util::run(
+        Command::new(cc)
+            .args(["-O2", "-Wall", "-shared", "-fPIC", "-fvisibility=hidden"])
+            .arg("-o")
+            .arg(&tmp)
+            .arg(&src)
+            .arg("-lpthread"),
+    )
+    .context("building the insn_count QEMU plugin")?;
+    fs::rename(&tmp, &so)?;
+    note(&format!(
+        "built the insn_count QEMU plugin: {}",
+        so.display()
+    ));
+    Ok(so)
+}
+
+/// The QEMU arguments that load the plugin, saving into `out`.
+pub fn qemu_args(plugin: &Path, out: &Path) -> Vec<String> {
+    vec![
+        "-plugin".into(),
+        format!("{},dir={}", plugin.display(), out.display()),
+    ]
+}
+
+/// Kernel and module functions by start address.
+pub struct Symbols {
+    /// (start, name), sorted by start.
+    starts: Vec<(u64, String)>,
+}
+
+impl Symbols {
+    /// The kernel's text symbols from `System.map`, and those of each
+    /// module in `modules_txt` (the guest's "name address" lines, the
+    /// address of the module's `.text`), named `module:function`.
+    pub fn load(system_map: &Path, modules_txt: &str, modules: &[Module]) -> Result<Self> {
+        let map = fs::read_to_string(system_map)
+            .with_context(|| format!("reading {}", system_map.display()))?;
+        let mut starts = parse_system_map(&map);
+        for line in modules_txt.lines() {
+            let mut it = line.split_whitespace();
+            let (Some(name), Some(addr)) = (it.next(), it.next()) else {
+                continue;
+            };
+            let Ok(base) = u64::from_str_radix(addr.trim_start_matches("0x"), 16) else {
+                continue;
+            };
+            let Some(m) = modules.iter().find(|m| m.name == name) else {
+                continue;
+            };
+            let table = util::run(Command::new("objdump").arg("-t").arg(&m.path))
+                .with_context(|| format!("objdump -t {}", m.path.display()))?;
+            for (off, sym) in parse_text_symbols(&table) {
+                starts.push((base + off, format!("{name}:{sym}")));
+            }
+        }
+        starts.sort();
+        Ok(Symbols { starts })
+    }
+
+    /// The function `addr` lies in (the last symbol at or below it).
+    fn at(&self, addr: u64) -> Option<&(u64, String)> {
+        let i = self.starts.partition_point(|(a, _)| *a <= addr);
+        i.checked_sub(1).map(|i| &self.starts[i])
+    }
+}
+
+/// `System.map`'s text symbols (types t, T, w, W).
+fn parse_system_map(map: &str) -> Vec<(u64, String)> {
+    map.lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            let (a, t, n) = (it.next()?, it.next()?, it.next()?);
+            if !matches!(t, "t" | "T" | "w" | "W") {
+                return None;
+            }
+            Some((u64::from_str_radix(a, 16).ok()?, n.to_string()))
+        })
+        .collect()
+}
+
+/// The functions in the `.text` section of `objdump -t`'s table, with
+/// their offsets in it.
+fn parse_text_symbols(table: &str) -> Vec<(u64, String)> {
+    table
+        .lines()
+        .filter_map(|l| {
+            let p: Vec<&str> = l.split_whitespace().collect();
+            // "<offset> <flags...> F .text <size> <name>"
+            let f = p.iter().position(|x| *x == "F")?;
+            if p.get(f + 1) != Some(&".text") || p.len() < f + 4 {
+                return None;
+            }
+            Some((
+                u64::from_str_radix(p[0], 16).ok()?,
+                p[p.len() - 1].to_string(),
+            ))
+        })
+        .collect()
+}
+
+/// One run's instruction counts, per request.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct InsnCount {
+    /// Requests the run started ([`PER_REQUEST`] entries).
+    pub requests: u64,
+    /// Kernel instructions per request, all CPUs, everything the kernel
+    /// ran during the fio run (idle loop included).
+    pub kernel_per_request: f64,
+    /// The scheduler's own functions per request ([`is_own`]).
+    pub scheduler_per_request: f64,
+}
+
+/// Whether `function` (as [`Symbols`] names it) is `scheduler`'s own
+/// code: a Rust scheduler's module and the `rust_helper_` functions it
+/// calls; a C scheduler's functions by prefix. Inlined lock and list
+/// helpers count with their caller; blk-mq's scheduler framework counts
+/// with no one.
+pub fn is_own(scheduler: &str, function: &str) -> bool {
+    if let Some(base) = scheduler.strip_prefix("rust-") {
+        let module = format!("rust_{}:", base.replace('-', "_"));
+        return function.starts_with(&module) || function.starts_with("rust_helper_");
+    }
+    let prefixes: &[&str] = match scheduler {
+        "mq-deadline" => &["dd_", "deadline_", "__dd_"],
+        "bfq" => &["bfq_", "__bfq_", "bfqq_", "bfqg_"],
+        "kyber" => &["kyber_", "__kyber_"],
+        _ => &[],
+    };
+    prefixes.iter().any(|p| function.starts_with(p))
+}
+
+/// Sums a plugin dump by function. Returns (function, instructions,
+/// entries) sorted by instructions, highest first.
+fn by_function(dump: &str, syms: &Symbols) -> Vec<(String, u64, u64)> {
+    let mut acc: HashMap<&str, (u64, u64)> = HashMap::new();
+    for line in dump.lines() {
+        if line.starts_with('#') {
+            continue;
+        }
+        let mut it = line.split_whitespace();
+        let (Some(a), Some(n), Some(c)) = (it.next(), it.next(), it.next()) else {
+            continue;
+        };
+        let (Ok(a), Ok(n), Ok(c)) = (
+            u64::from_str_radix(a, 16),
+            n.parse::<u64>(),
+            c.parse::<u64>(),
+        ) else {
+            continue;
+        };
+        let (name, entry) = match syms.at(a) {
+            Some((start, name)) => (name.as_str(), *start == a),
+            None => ("?", false),
+        };
+        let e = acc.entry(name).or_default();
+        e.0 += n * c;
+        if entry {
+            e.1 += c;
+        }
+    }
+    let mut v: Vec<(String, u64, u64)> = acc
+        .into_iter()
+        .map(|(k, (i, e))| (k.to_string(), i, e))
+        .collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    v
+}
+
+/// Summarizes the dump of one run of `scheduler`, and writes the functions
+/// that cost most into `listing` (per request, with entries per request).
+pub fn summarize(dump: &str, syms: &Symbols, scheduler: &str, listing: &Path) -> Result<InsnCount> {
+    let funcs = by_function(dump, syms);
+    let requests = funcs
+        .iter()
+        .find(|f| f.0 == PER_REQUEST)
+        .map(|f| f.2)
+        .unwrap_or(0);
+    if requests == 0 {
+        bail!("no request reached {PER_REQUEST} during the run");
+    }
+    let per = |x: u64| x as f64 / requests as f64;
+    let total: u64 = funcs.iter().map(|f| f.1).sum();
+    let own: u64 = funcs
+        .iter()
+        .filter(|f| is_own(scheduler, &f.0))
+        .map(|f| f.1)
+        .sum();
+    let mut text = format!(
+        "# {scheduler}: {requests} requests; kernel instructions per request {:.0}, \
+         the scheduler's own {:.0}\n# insns/request  calls/request  function\n",
+        per(total),
+        per(own)
+    );
+    for f in funcs.iter().take(LISTED) {
+        text.push_str(&format!(
+            "{:>10.1} {:>10.2}  {}{}\n",
+            per(f.1),
+            per(f.2),
+            f.0,
+            if is_own(scheduler, &f.0) { "  *" } else { "" }
+        ));
+    }
+    fs::write(listing, text)?;
+    Ok(InsnCount {
+        requests,
+        kernel_per_request: per(total),
+        scheduler_per_request: per(own),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn syms() -> Symbols {
+        let mut starts = parse_system_map(
+            "ffffffff81000000 T _stext\n\
+             ffffffff81001000 T blk_mq_start_request\n\
+             ffffffff81001100 t bfq_insert_requests\n\
+             ffffffff81001200 D some_data\n\
+             ffffffff81001300 T rust_helper_spin_lock\n",
+        );
+        let table = "rust_bfq.ko:     file format elf64-x86-64\n\n\
+             SYMBOL TABLE:\n\
+             0000000000000000 l    d  .text\t0000000000000000 .text\n\
+             0000000000000040 l     F .text\t0000000000000010 _RNvfoo_insert\n\
+             0000000000000000 g     F .init.text\t0000000000000010 init_module\n";
+        for (off, s) in parse_text_symbols(table) {
+            starts.push((0xffffffffa000c000 + off, format!("rust_bfq:{s}")));
+        }
+        starts.sort();
+        Symbols { starts }
+    }
+
+    #[test]
+    fn symbols_take_text_only() {
+        let s = syms();
+        assert_eq!(s.at(0xffffffff81001180).unwrap().1, "bfq_insert_requests");
+        // Data symbols are not functions: the address stays in the last one.
+        assert_eq!(s.at(0xffffffff81001250).unwrap().1, "bfq_insert_requests");
+        assert_eq!(
+            s.at(0xffffffffa000c044).unwrap().1,
+            "rust_bfq:_RNvfoo_insert"
+        );
+        assert!(s.starts.iter().all(|(_, n)| n != "rust_bfq:init_module"));
+        assert!(s.at(0x1000).is_none());
+    }
+
+    #[test]
+    fn per_request_counts() {
+        let dump = "# insn_count v1 dropped_blocks 0\n\
+                    ffffffff81001000 10 100\n\
+                    ffffffff81001010 5 100\n\
+                    ffffffff81001100 20 300\n\
+                    ffffffffa000c040 7 200\n\
+                    ffffffff81001300 3 100\n";
+        let dir = std::env::temp_dir().join(format!("ironlift-insns-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let listing = dir.join("x.insns.txt");
+        let c = summarize(dump, &syms(), "rust-bfq", &listing).unwrap();
+        // 100 requests (entries of blk_mq_start_request's first block only).
+        assert_eq!(c.requests, 100);
+        assert_eq!(
+            c.kernel_per_request,
+            (1000 + 500 + 6000 + 1400 + 300) as f64 / 100.0
+        );
+        // The module and rust_helper_; not the C scheduler's functions.
+        assert_eq!(c.scheduler_per_request, (1400 + 300) as f64 / 100.0);
+        let c = summarize(dump, &syms(), "bfq", &listing).unwrap();
+        assert_eq!(c.scheduler_per_request, 60.0);
+        let text = fs::read_to_string(&listing).unwrap();
+        assert!(text.contains("bfq_insert_requests  *"), "{text}");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_run_without_requests_is_an_error() {
+        let dump = "ffffffff81001100 20 300\n";
+        let listing = std::env::temp_dir().join("ironlift-insns-none.txt");
+        assert!(summarize(dump, &syms(), "bfq", &listing).is_err());
+    }
+
+    #[test]
+    fn own_functions() {
+        assert!(is_own("rust-deadline", "rust_deadline:_RNvXs_foo"));
+        assert!(!is_own("rust-deadline", "rust_bfq:_RNvXs_foo"));
+        assert!(is_own("mq-deadline", "dd_insert_requests"));
+        assert!(!is_own("none", "dd_insert_requests"));
+        assert!(!is_own("kyber", "bfq_insert_requests"));
+    }
+}
