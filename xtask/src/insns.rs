@@ -217,8 +217,9 @@ fn by_function(dump: &str, syms: &Symbols) -> Vec<(String, u64, u64)> {
     v
 }
 
-/// Summarizes the dump of one run of `scheduler`, and writes the functions
-/// that cost most into `listing` (per request, with entries per request).
+/// Summarizes the dump of one run of `scheduler`, and writes into `listing`
+/// the functions that cost most, then all of the scheduler's own (per
+/// request, with entries per request).
 pub fn summarize(dump: &str, syms: &Symbols, scheduler: &str, listing: &Path) -> Result<InsnCount> {
     let funcs = by_function(dump, syms);
     let requests = funcs
@@ -250,6 +251,10 @@ pub fn summarize(dump: &str, syms: &Symbols, scheduler: &str, listing: &Path) ->
             f.0,
             if is_own(scheduler, &f.0) { "  *" } else { "" }
         ));
+    }
+    text.push_str("# the scheduler's own functions\n");
+    for f in funcs.iter().filter(|f| is_own(scheduler, &f.0)) {
+        text.push_str(&format!("{:>10.1} {:>10.2}  {}\n", per(f.1), per(f.2), f.0));
     }
     fs::write(listing, text)?;
     Ok(InsnCount {
