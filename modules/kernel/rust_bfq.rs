@@ -71,7 +71,7 @@ mod types;
 mod handles;
 
 use bfq::{AfterCompletion, Bfq, IssuerSlot, ReqSlot};
-use completions::{words_for, TimedLog};
+use completions::{words_for, DrainBatch, TimedLog};
 use handles::{kvvec_from_fn, policy_op, Handles, Words};
 use types::{Dispatch, IoPrio, IssuerId, Op, Policy, RequestDesc, TunableError};
 
@@ -169,9 +169,12 @@ struct Locked {
     /// completion; cleared, and the timer cancelled, when the request the
     /// device idled for arrives.
     idle_until: Option<u64>,
-    /// What the depth limits were last computed from (`nr_requests` and the
-    /// policy's limits), so that [`RustBfq::refresh`] can skip recomputing.
-    limits_from: Option<(u32, [Option<u32>; 4])>,
+    /// What the depth limits were last computed from (`nr_requests`, and
+    /// whether a weight-raised queue was busy), so that
+    /// [`RustBfq::refresh`] can skip recomputing.
+    limits_from: Option<(u32, bool)>,
+    /// Where [`RustBfq::drain`] sorts completions by time.
+    drain_batch: DrainBatch,
 }
 
 /// The per-queue state read without the lock.
@@ -203,7 +206,13 @@ impl RustBfq {
     /// something calls it first.
     #[inline]
     fn drain(&self, locked: &mut Locked) {
-        self.done.drain(|tag, at| locked.policy.completed(tag, at));
+        let Locked {
+            policy,
+            drain_batch,
+            ..
+        } = locked;
+        self.done
+            .drain_into(drain_batch, |tag, at| policy.completed(tag, at));
     }
 
     /// Tells the completion path whether the policy now holds queued
@@ -222,21 +231,31 @@ impl RustBfq {
     /// Mirrors the policy's depth limits for the lock-free `limit_depth`.
     /// The policy expresses them against its storage size; they are
     /// fractions of the depth, so scale them to `nr_requests`. They change
-    /// only with the depth and when weight-raised queues come and go, so
-    /// this runs on every scheduler call but scales (four divisions) only
-    /// when the policy's answers or the depth changed.
+    /// only with the depth and when weight-raised queues come and go
+    /// ([`Bfq::weight_raised_busy`]), so this runs on every scheduler call
+    /// but asks the policy and scales (four divisions) only when one of
+    /// those changed.
+    #[inline]
     fn refresh(&self, locked: &mut Locked) {
-        let depth = self.nr_requests.load(Ordering::Relaxed);
+        let key = (
+            self.nr_requests.load(Ordering::Relaxed),
+            locked.policy.weight_raised_busy(),
+        );
+        if locked.limits_from == Some(key) {
+            return;
+        }
+        locked.limits_from = Some(key);
+        self.rescale(locked, key.0);
+    }
+
+    /// [`RustBfq::refresh`]'s work when the limits may have changed.
+    fn rescale(&self, locked: &mut Locked, depth: u32) {
         let mut raw = [None; 4];
         for (op, read) in [(Op::Read, true), (Op::Write, false)] {
             for sync in [false, true] {
                 raw[limit_index(read, sync)] = locked.policy.async_depth_limit(op, sync);
             }
         }
-        if locked.limits_from == Some((depth, raw)) {
-            return;
-        }
-        locked.limits_from = Some((depth, raw));
         let capacity = locked.requests.len().max(1) as u64;
         for (i, l) in raw.into_iter().enumerate() {
             let limit = match l {
@@ -330,6 +349,7 @@ impl Elevator for RustBfq {
             next_issuer: 0,
             idle_until: None,
             limits_from: None,
+            drain_batch: DrainBatch::default(),
         };
         shared.refresh(&mut locked);
         Ok((shared, locked))

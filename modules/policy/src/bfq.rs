@@ -963,6 +963,14 @@ where
         (self.st.in_service != NIL).then_some(self.st.in_service as usize)
     }
 
+    /// Whether a weight-raised queue is busy. The depth limits
+    /// ([`Policy::async_depth_limit`]) depend on this and on the storage
+    /// size only, so a caller that mirrors them recomputes them when this
+    /// changes.
+    pub fn weight_raised_busy(&self) -> bool {
+        self.st.wr_busy_queues > 0
+    }
+
     /// Requests dispatched and not yet completed or requeued.
     pub fn in_flight(&self) -> usize {
         self.st.in_driver as usize

@@ -79,6 +79,23 @@ enum M {
     InFlight,
 }
 
+/// The four depth limits, as rust-bfq reads them.
+fn depth_limits(b: &B) -> [Option<u32>; 4] {
+    let mut l = [None; 4];
+    for (i, (op, sync)) in [
+        (Op::Read, false),
+        (Op::Read, true),
+        (Op::Write, false),
+        (Op::Write, true),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        l[i] = b.async_depth_limit(op, sync);
+    }
+    l
+}
+
 /// Runs `ops` against a scheduler with `n` tags and `m` issuers on a
 /// rotational or non-rotational device, checking the life-cycle
 /// invariants (and, through `check_invariants`, the weight and class
@@ -92,6 +109,7 @@ fn run_ops(n: usize, m: usize, nonrot: bool, ops: &[OpKind]) -> Result<(), TestC
     let mut dispatched_count = vec![0u32; n];
     let mut inserted = 0u64;
     let mut gone = 0u64; // dispatched or merged away
+    let mut limits_by_key = std::collections::HashMap::new();
     let names = b.tunables();
     for op in ops {
         match op {
@@ -241,6 +259,17 @@ fn run_ops(n: usize, m: usize, nonrot: bool, ops: &[OpKind]) -> Result<(), TestC
         if let Err(e) = b.check_invariants() {
             prop_assert!(false, "invariant broken after {:?}: {}", op, e);
         }
+        // rust-bfq recomputes its depth limits only when this key changes.
+        let limits = depth_limits(&b);
+        let seen = limits_by_key
+            .entry(b.weight_raised_busy())
+            .or_insert(limits);
+        prop_assert_eq!(
+            *seen,
+            limits,
+            "depth limits moved without their key, after {:?}",
+            op
+        );
         let queued = model.iter().filter(|s| **s == M::Queued).count();
         prop_assert_eq!(b.queued(), queued, "queued count after {:?}", op);
         prop_assert_eq!(b.has_work(), queued > 0);

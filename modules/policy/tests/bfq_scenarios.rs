@@ -12,7 +12,7 @@
 //! handing them over at once instead gives the same figures.
 
 use ironlift_policy::bfq::{AfterCompletion, Bfq, IssuerSlot, ReqSlot};
-use ironlift_policy::completions::{words_for, TimedLog};
+use ironlift_policy::completions::{words_for, DrainBatch, TimedLog};
 use ironlift_policy::deadline::{Deadline, Slot};
 use ironlift_policy::{Dispatch, IoPrio, Nanos, Op, Policy, PrioClass, RequestDesc, NSEC_PER_MSEC};
 use std::cell::Cell;
@@ -184,6 +184,8 @@ struct Sim<P> {
     last_sample: Nanos,
     /// rust-bfq's completion log, if completions are deferred as there.
     defer: Option<TimedLog<Vec<AtomicU64>, Vec<AtomicU64>>>,
+    /// Where the drains sort, kept as rust-bfq keeps it.
+    drain_batch: DrainBatch,
 }
 
 /// rust-bfq's policy as its init_sched sets it up on null_blk.
@@ -240,6 +242,7 @@ impl<P: SimPolicy> Sim<P> {
             occupancy: 0,
             withheld: 0,
             last_sample: 0,
+            drain_batch: DrainBatch::default(),
             defer: DEFER_COMPLETIONS.get().then(|| {
                 TimedLog::new(
                     (0..words_for(m.sched_tags))
@@ -408,7 +411,7 @@ impl<P: SimPolicy> Sim<P> {
     fn hand_over(&mut self) {
         if let Some(l) = &self.defer {
             let b = &mut self.b;
-            l.drain(|tag, at| b.completed(tag, at));
+            l.drain_into(&mut self.drain_batch, |tag, at| b.completed(tag, at));
         }
     }
 

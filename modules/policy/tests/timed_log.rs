@@ -6,7 +6,7 @@
 //! busy: either the completion path is told to take the lock, or the lock
 //! holder that made the policy busy is told to drain.
 
-use ironlift_policy::completions::{words_for, TimedLog, DRAIN_BATCH};
+use ironlift_policy::completions::{words_for, DrainBatch, TimedLog, DRAIN_BATCH};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -48,6 +48,39 @@ fn completions_come_out_in_time_order_with_their_times() {
     // The time is used once: the tag's next completion has none until given.
     assert!(!l.complete(64, || 70));
     assert_eq!(drained(&l), vec![(64, 70)]);
+}
+
+#[test]
+fn a_kept_batch_hands_over_what_a_fresh_one_does() {
+    let (a, b) = (log(256), log(256));
+    let mut kept = DrainBatch::default();
+    // Rounds of different sizes, more than a batch holds among them, so
+    // that the kept batch is left dirty with entries later rounds must not
+    // see again.
+    let rounds: [&[(usize, u64)]; 4] = [
+        &[(5, 9), (70, 3), (200, 6)],
+        &[(1, 12)],
+        &[],
+        &[(2, 20), (3, 19), (4, 18), (6, 17), (8, 16)],
+    ];
+    let mut big: Vec<(usize, u64)> = (0..DRAIN_BATCH + 5)
+        .map(|i| (i * 7 % 256, 100 - i as u64))
+        .collect();
+    big.sort();
+    big.dedup_by_key(|x| x.0);
+    for round in rounds.iter().copied().chain([big.as_slice()]) {
+        for l in [&a, &b] {
+            for &(tag, t) in round {
+                l.set_time(tag, t);
+                l.complete(tag, no_clock);
+            }
+        }
+        let fresh = drained(&a);
+        let mut got = Vec::new();
+        b.drain_into(&mut kept, |tag, t| got.push((tag, t)));
+        assert_eq!(got, fresh);
+        assert_eq!(got.len(), round.len());
+    }
 }
 
 #[test]
