@@ -66,11 +66,13 @@ pub fn plugin(cache: &Path) -> Result<PathBuf> {
 }
 
 /// The QEMU arguments that load the plugin, saving into `out`.
-pub fn qemu_args(plugin: &Path, out: &Path) -> Vec<String> {
-    vec![
-        "-plugin".into(),
-        format!("{},dir={}", plugin.display(), out.display()),
-    ]
+pub fn qemu_args(plugin: &Path, out: &Path) -> Result<Vec<String>> {
+    let (plugin, out) = (plugin.display().to_string(), out.display().to_string());
+    // QEMU splits -plugin's value at commas.
+    if plugin.contains(',') || out.contains(',') {
+        bail!("--count-insns: QEMU cannot take a plugin path or --out folder with a comma ({out})");
+    }
+    Ok(vec!["-plugin".into(), format!("{plugin},dir={out}")])
 }
 
 /// Kernel and module functions by start address.
@@ -334,6 +336,13 @@ mod tests {
         let dump = "ffffffff81001100 20 300\n";
         let listing = std::env::temp_dir().join("ironlift-insns-none.txt");
         assert!(summarize(dump, &syms(), "bfq", &listing).is_err());
+    }
+
+    #[test]
+    fn plugin_arguments() {
+        let a = qemu_args(Path::new("/c/p.so"), Path::new("/r/out")).unwrap();
+        assert_eq!(a, ["-plugin", "/c/p.so,dir=/r/out"]);
+        assert!(qemu_args(Path::new("/c/p.so"), Path::new("/r/a,b")).is_err());
     }
 
     #[test]

@@ -551,7 +551,7 @@ fn qemu_bench(o: BenchOpts) -> Result<()> {
     note(&format!("results: {}", out.display()));
     let started = now("-Iseconds");
     let qemu_extra = match &plugin {
-        Some(so) => insns::qemu_args(so, &out),
+        Some(so) => insns::qemu_args(so, &out)?,
         None => Vec::new(),
     };
     let boot = o.boot(
