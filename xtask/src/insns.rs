@@ -345,6 +345,73 @@ mod tests {
         assert!(qemu_args(Path::new("/c/p.so"), Path::new("/r/a,b")).is_err());
     }
 
+    /// The plugin builds, QEMU loads it, and it answers the guest's
+    /// trigger: a name gets a counts file, "discard" none, and the trigger
+    /// goes away each time. Needs clang and QEMU, which `cargo xtask deps`
+    /// installs; without them it says so and passes.
+    #[test]
+    fn plugin_builds_loads_and_answers_the_trigger() {
+        use std::io::Write;
+        use std::process::Stdio;
+        use std::time::{Duration, Instant};
+        if util::which("clang").is_none() || util::which("qemu-system-x86_64").is_none() {
+            eprintln!("skipped: needs clang and qemu-system-x86_64");
+            return;
+        }
+        let dir = std::env::temp_dir().join(format!("ironlift-plugin-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let so = plugin(&dir.join("cache")).unwrap();
+        // No machine and stopped: the plugin only has to load and watch.
+        let mut qemu = Command::new("qemu-system-x86_64")
+            .args([
+                "-accel",
+                "tcg",
+                "-M",
+                "none",
+                "-nodefaults",
+                "-display",
+                "none",
+            ])
+            .args(["-S", "-monitor", "stdio"])
+            .args(qemu_args(&so, &dir).unwrap())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let trigger = dir.join("insn.trigger");
+        // Names outside the folder are not written.
+        for what in ["discard\n", "run.insns\n", "../escaped.insns\n"] {
+            fs::write(&trigger, what).unwrap();
+            let start = Instant::now();
+            while trigger.exists() {
+                if qemu.try_wait().unwrap().is_some() {
+                    let mut err = String::new();
+                    let _ =
+                        std::io::Read::read_to_string(&mut qemu.stderr.take().unwrap(), &mut err);
+                    panic!("qemu exited: {err}");
+                }
+                assert!(
+                    start.elapsed() < Duration::from_secs(10),
+                    "no answer to {what}"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        let mut stdin = qemu.stdin.take().unwrap();
+        stdin.write_all(b"quit\n").unwrap();
+        drop(stdin);
+        let out = qemu.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "qemu: {stderr}");
+        let counts = fs::read_to_string(dir.join("run.insns")).unwrap();
+        assert!(counts.starts_with("# insn_count v1"), "{counts}");
+        assert!(!dir.join("discard").exists());
+        assert!(!dir.parent().unwrap().join("escaped.insns").exists());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn own_functions() {
         assert!(is_own("rust-deadline", "rust_deadline:_RNvXs_foo"));
