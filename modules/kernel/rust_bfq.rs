@@ -212,7 +212,7 @@ impl RustBfq {
             ..
         } = locked;
         self.done
-            .drain_into(drain_batch, |tag, at| policy.completed(tag, at));
+            .drain(drain_batch, |tag, at| policy.completed(tag, at));
     }
 
     /// Tells the completion path whether the policy now holds queued

@@ -217,21 +217,12 @@ impl<W: AsRef<[AtomicU64]>, T: AsRef<[AtomicU64]>> TimedLog<W, T> {
     /// Calls `f(tag, time)` with each recorded completion and forgets them,
     /// in time order within batches of [`DRAIN_BATCH`] (more than that
     /// between two drains is rare: every insertion and dispatch drains).
-    /// Call it with the scheduler lock held.
+    /// Call it with the scheduler lock held. It sorts in `batch`, which the
+    /// caller keeps (under the same lock) so that a drain need not clear a
+    /// new one: on a fast device nearly every hook drains a completion or
+    /// two, and clearing the 512 bytes cost more than handing them over.
     #[inline]
-    pub fn drain(&self, f: impl FnMut(usize, u64)) {
-        if self.log.is_empty() {
-            return;
-        }
-        self.drain_recorded(&mut DrainBatch::default(), f);
-    }
-
-    /// [`TimedLog::drain`], sorting in `batch`, which the caller keeps
-    /// (under the scheduler lock) so that a drain need not clear a new one:
-    /// on a fast device nearly every hook drains a completion or two, and
-    /// clearing the 512 bytes cost more than handing them over.
-    #[inline]
-    pub fn drain_into(&self, batch: &mut DrainBatch, f: impl FnMut(usize, u64)) {
+    pub fn drain(&self, batch: &mut DrainBatch, f: impl FnMut(usize, u64)) {
         if self.log.is_empty() {
             return;
         }
@@ -270,7 +261,7 @@ impl<W: AsRef<[AtomicU64]>, T: AsRef<[AtomicU64]>> TimedLog<W, T> {
     }
 }
 
-/// Room for [`TimedLog::drain_into`] to sort completions by time in. What
+/// Room for [`TimedLog::drain`] to sort completions by time in. What
 /// it holds between drains means nothing.
 pub struct DrainBatch([(u64, usize); DRAIN_BATCH]);
 

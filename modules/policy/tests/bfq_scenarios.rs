@@ -411,7 +411,7 @@ impl<P: SimPolicy> Sim<P> {
     fn hand_over(&mut self) {
         if let Some(l) = &self.defer {
             let b = &mut self.b;
-            l.drain_into(&mut self.drain_batch, |tag, at| b.completed(tag, at));
+            l.drain(&mut self.drain_batch, |tag, at| b.completed(tag, at));
         }
     }
 

@@ -21,7 +21,7 @@ fn log(tags: usize) -> Log {
 
 fn drained(l: &Log) -> Vec<(usize, u64)> {
     let mut v = Vec::new();
-    l.drain(|tag, t| v.push((tag, t)));
+    l.drain(&mut DrainBatch::default(), |tag, t| v.push((tag, t)));
     v
 }
 
@@ -77,7 +77,7 @@ fn a_kept_batch_hands_over_what_a_fresh_one_does() {
         }
         let fresh = drained(&a);
         let mut got = Vec::new();
-        b.drain_into(&mut kept, |tag, t| got.push((tag, t)));
+        b.drain(&mut kept, |tag, t| got.push((tag, t)));
         assert_eq!(got, fresh);
         assert_eq!(got.len(), round.len());
     }
@@ -236,7 +236,7 @@ fn concurrent_completions_are_handed_over_once_under_the_lock() {
     let stop = Arc::new(AtomicBool::new(false));
     let hand_over =
         |l: &Log, in_flight: &mut std::collections::BTreeSet<usize>, n: &AtomicUsize| {
-            l.drain(|tag, _| {
+            l.drain(&mut DrainBatch::default(), |tag, _| {
                 assert!(in_flight.remove(&tag), "tag {tag} handed over twice");
                 n.fetch_add(1, Ordering::Relaxed);
             });
