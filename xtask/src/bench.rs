@@ -534,7 +534,7 @@ pub struct ResultsFile {
     pub kernel_key: String,
     pub accel: String,
     /// The guest's clocksource (`tsc`, `hpet`, ...), as it reported it.
-    #[serde(default)]
+    #[serde(default = "crate::bench::unknown_clocksource")]
     pub guest_clocksource: String,
     pub host: String,
     pub guest_cpus: u32,
@@ -547,14 +547,10 @@ pub struct ResultsFile {
     pub summary: Vec<Summary>,
 }
 
-/// The guest's clocksource for a report: results from before it was
-/// recorded have none.
-pub(crate) fn clocksource_label(name: &str) -> &str {
-    if name.is_empty() {
-        "unknown"
-    } else {
-        name
-    }
+/// The clocksource of a guest that did not say (or of results from before
+/// it was recorded).
+pub(crate) fn unknown_clocksource() -> String {
+    "unknown".into()
 }
 
 /// A number with `prec` decimals, or `-` when it is not finite.

@@ -36,6 +36,10 @@ pub const PACKAGES: &[(&str, &str)] = &[
     ("util-linux", "ionice, dmesg in the guest"),
     ("jq", "reading fio's JSON in the guest tests"),
     ("e2fsprogs", "mkfs.ext4 in the guest"),
+    (
+        "binutils",
+        "objdump: naming module functions for --count-insns",
+    ),
 ];
 
 /// Where the kernel Rust toolchain lives.

@@ -234,11 +234,12 @@ pub fn summarize(dump: &str, syms: &Symbols, scheduler: &str, listing: &Path) ->
     }
     let per = |x: u64| x as f64 / requests as f64;
     let total: u64 = funcs.iter().map(|f| f.1).sum();
-    let own: u64 = funcs
-        .iter()
-        .filter(|f| is_own(scheduler, &f.0))
-        .map(|f| f.1)
-        .sum();
+    let own_funcs: Vec<&(String, u64, u64)> =
+        funcs.iter().filter(|f| is_own(scheduler, &f.0)).collect();
+    let own: u64 = own_funcs.iter().map(|f| f.1).sum();
+    let row = |f: &(String, u64, u64), mark: &str| {
+        format!("{:>10.1} {:>10.2}  {}{mark}\n", per(f.1), per(f.2), f.0)
+    };
     let mut text = format!(
         "# {scheduler}: {requests} requests; kernel instructions per request {:.0}, \
          the scheduler's own {:.0}\n# insns/request  calls/request  function\n",
@@ -246,17 +247,11 @@ pub fn summarize(dump: &str, syms: &Symbols, scheduler: &str, listing: &Path) ->
         per(own)
     );
     for f in funcs.iter().take(LISTED) {
-        text.push_str(&format!(
-            "{:>10.1} {:>10.2}  {}{}\n",
-            per(f.1),
-            per(f.2),
-            f.0,
-            if is_own(scheduler, &f.0) { "  *" } else { "" }
-        ));
+        text.push_str(&row(f, if is_own(scheduler, &f.0) { "  *" } else { "" }));
     }
     text.push_str("# the scheduler's own functions\n");
-    for f in funcs.iter().filter(|f| is_own(scheduler, &f.0)) {
-        text.push_str(&format!("{:>10.1} {:>10.2}  {}\n", per(f.1), per(f.2), f.0));
+    for f in own_funcs {
+        text.push_str(&row(f, ""));
     }
     fs::write(listing, text)?;
     Ok(InsnCount {

@@ -282,7 +282,7 @@ pub fn run_cmd(src: &Path, out: &Path, results: Option<&Path>) -> Result<()> {
                  kernel {}; {} repeats, interleaved):\n{}",
                 res.suite,
                 res.accel.to_uppercase(),
-                crate::bench::clocksource_label(&res.guest_clocksource),
+                res.guest_clocksource,
                 res.kernel_release,
                 res.timing.repeats,
                 crate::bench::table_markdown(&res)

@@ -140,7 +140,7 @@ pub fn write(dir: &Path, res: &ResultsFile) -> Result<()> {
         md,
         "| guest | QEMU, accelerator **{}**, clocksource {}, {} vCPUs, {} MiB |",
         res.accel.to_uppercase(),
-        crate::bench::clocksource_label(&res.guest_clocksource),
+        res.guest_clocksource,
         res.guest_cpus,
         res.guest_memory_mb
     );

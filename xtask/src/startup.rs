@@ -369,7 +369,7 @@ pub struct StartupResults {
     pub kernel_key: String,
     pub accel: String,
     /// The guest's clocksource (`tsc`, `hpet`, ...), as it reported it.
-    #[serde(default)]
+    #[serde(default = "crate::bench::unknown_clocksource")]
     pub guest_clocksource: String,
     pub host: String,
     pub guest_cpus: u32,
@@ -615,7 +615,7 @@ pub fn write_report(dir: &Path, res: &StartupResults) -> Result<()> {
         md,
         "| guest | QEMU, accelerator **{}**, clocksource {}, {} vCPUs, {} MiB |",
         res.accel.to_uppercase(),
-        crate::bench::clocksource_label(&res.guest_clocksource),
+        res.guest_clocksource,
         res.guest_cpus,
         res.guest_memory_mb
     );
