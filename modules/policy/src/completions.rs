@@ -98,13 +98,17 @@ impl<S: AsRef<[AtomicU64]>> CompletionLog<S> {
         while summary != 0 {
             let first = summary.trailing_zeros() as usize;
             summary &= summary - 1;
-            for (w, word) in words.iter().enumerate().skip(first).step_by(64) {
+            // Words `first`, `first + 64`, ... (only `first` for up to
+            // 4096 tags).
+            let mut w = first;
+            while let Some(word) = words.get(w) {
                 let mut bits = word.swap(0, Ordering::Acquire);
                 while bits != 0 {
                     let b = bits.trailing_zeros() as usize;
                     bits &= bits - 1;
                     f(w * 64 + b);
                 }
+                w += 64;
             }
         }
     }
