@@ -1653,12 +1653,16 @@ impl Ctx<'_> {
         self.sift_up(h, pos);
     }
 
+    #[inline(always)]
     fn heap_remove(&mut self, qi: u32) {
         let h = self.q(qi).heap_id;
-        if h == NO_HEAP {
-            return;
+        if h != NO_HEAP {
+            self.heap_remove_from(qi, h as usize);
         }
-        let h = h as usize;
+    }
+
+    /// [`Ctx::heap_remove`] for a queue in heap `h`.
+    fn heap_remove_from(&mut self, qi: u32, h: usize) {
         let pos = self.q(qi).heap_pos;
         let len = self.s.heap_len[h];
         self.qm(qi).heap_id = NO_HEAP;
@@ -1751,12 +1755,20 @@ impl Ctx<'_> {
     /// `bfq_weights_tree_add` and `_remove`) in step with its state: call
     /// after anything that may change whether it is active (busy or with
     /// requests in flight), weight-raised, or its weight.
+    #[inline(always)]
     fn sync_weight_count(&mut self, qi: u32) {
-        let want = wanted_slot(self.q(qi));
-        let have = self.q(qi).wc_slot;
-        if want == have {
-            return;
+        // Called on nearly every state change, which rarely moves the
+        // queue's slot: the comparison stays in the caller.
+        let q = self.q(qi);
+        let (want, have) = (wanted_slot(q), q.wc_slot);
+        if want != have {
+            self.move_weight_count(qi, have, want);
         }
+    }
+
+    /// [`Ctx::sync_weight_count`] when the queue's slot changes.
+    #[inline(never)]
+    fn move_weight_count(&mut self, qi: u32, have: u8, want: u8) {
         if have != NO_SLOT {
             let c = &mut self.s.weight_count[have as usize];
             *c = c.saturating_sub(1);
@@ -2621,7 +2633,17 @@ impl Ctx<'_> {
     }
 
     /// Frees an exited issuer's slot once nothing of it remains.
+    #[inline]
     fn maybe_release(&mut self, qi: u32) {
+        // Called on most dispatches and completions: the test that almost
+        // always ends it, kept where the caller is.
+        if self.q(qi).exited {
+            self.release_if_done(qi);
+        }
+    }
+
+    /// [`Ctx::maybe_release`] for a queue whose issuer exited.
+    fn release_if_done(&mut self, qi: u32) {
         let q = self.q(qi);
         if q.used
             && q.exited
