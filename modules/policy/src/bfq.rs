@@ -1363,6 +1363,7 @@ impl Ctx<'_> {
         self.set_child(qi, g, p, x);
     }
 
+    #[inline(always)]
     fn tree_insert(&mut self, qi: u32, x: u32) {
         let prio = self.s.next_rand();
         {
@@ -1372,11 +1373,18 @@ impl Ctx<'_> {
             r.parent = NIL;
             r.tprio = prio;
         }
-        let mut cur = self.q(qi).root;
-        if cur == NIL {
+        // Into an empty tree (on a fast device, nearly always) here; the
+        // walk and the rotations out of line.
+        if self.q(qi).root == NIL {
             self.qm(qi).root = x;
-            return;
+        } else {
+            self.tree_insert_below(qi, x);
         }
+    }
+
+    /// [`Ctx::tree_insert`] into a non-empty tree, `x`'s links cleared.
+    fn tree_insert_below(&mut self, qi: u32, x: u32) {
+        let mut cur = self.q(qi).root;
         loop {
             let next = if self.key_less(x, cur) {
                 self.rq(cur).left
@@ -2899,11 +2907,12 @@ impl Ctx<'_> {
             qm.service = 0;
         }
 
-        if self.s.low_latency {
+        if self.s.low_latency && (deserves || old_wr > 1) {
+            // Both divide; most activations need neither.
             let dur = self.s.wr_duration();
             let min_budget = self.s.min_budget();
             let qm = self.qm(qi);
-            if old_wr == 1 && deserves {
+            if old_wr == 1 {
                 if interactive {
                     qm.service_from_wr = 0;
                     qm.wr_coeff = WR_COEFF;
