@@ -8,26 +8,18 @@
 //! dispatch is retried, and that cost counts too. Goal: at most 300 ns
 //! per request with 64 issuers. `turns_*` and `turns_2_in_flight_60` are
 //! the guest's overhead benchmark (fio randread, 2 jobs, null_blk); the
-//! latter keeps 60 requests on the device, as there, and is the one to
-//! count instructions on (`valgrind --tool=callgrind`): about 1,750 per
-//! request in session 10, against about 450 for the deadline policy.
+//! latter keeps 60 requests on the device, as there (`trace/mod.rs`),
+//! and is the one to count instructions on: `examples/overhead_trace.rs`
+//! runs it alone, for callgrind (about 1,750 instructions per request in
+//! session 10, 1,550 in session 13; about 450 for the deadline policy).
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use ironlift_policy::bfq::{Bfq, IssuerSlot, ReqSlot};
 use ironlift_policy::{Dispatch, Nanos, Op, Policy, RequestDesc, NSEC_PER_USEC};
-use std::collections::VecDeque;
 
-/// A small, fast generator (xorshift64*).
-struct Rng(u64);
+mod trace;
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-}
+use trace::{InFlight, Rng};
 
 /// The steady-state workload: `depth` requests always queued.
 struct Workload {
@@ -111,82 +103,6 @@ impl Workload {
                 }
                 Dispatch::IdleUntil(t) => self.now = t.max(self.now + 1),
                 Dispatch::Empty => panic!("work was queued"),
-            }
-        }
-    }
-}
-
-/// The guest's overhead benchmark as rust-bfq sees it (fio randread, 2
-/// jobs x iodepth 32, on null_blk): the issuers take turns, each request is
-/// dispatched as soon as it is inserted, and completions come back in order
-/// with `IN_FLIGHT` requests on the device, so the queue in service still
-/// has requests in flight when the other issuer's request arrives. Set up
-/// as rust-bfq's `init_sched` does for null_blk (non-rotational, depth 64,
-/// 512 issuer slots).
-struct InFlight {
-    b: Bfq<Vec<ReqSlot>, Vec<IssuerSlot>>,
-    free: Vec<usize>,
-    in_flight: VecDeque<usize>,
-    rng: Rng,
-    issuer: usize,
-    now: Nanos,
-}
-
-impl InFlight {
-    const IN_FLIGHT: usize = 60;
-
-    fn new() -> Self {
-        let capacity = 128;
-        let mut b = Bfq::new(
-            vec![ReqSlot::default(); capacity],
-            vec![IssuerSlot::default(); 512],
-        )
-        .unwrap();
-        b.set_nonrotational(true);
-        b.set_device_depth(64);
-        let mut w = InFlight {
-            b,
-            free: (0..capacity).rev().collect(),
-            in_flight: VecDeque::new(),
-            rng: Rng(0x1234_5678_9ABC_DEF1),
-            issuer: 0,
-            now: 0,
-        };
-        for _ in 0..4 * capacity {
-            w.step();
-        }
-        w
-    }
-
-    /// One completion (once the device is full), one request in and out.
-    fn step(&mut self) {
-        self.now += 40 * NSEC_PER_USEC;
-        if self.in_flight.len() >= Self::IN_FLIGHT {
-            let tag = self.in_flight.pop_front().expect("in flight");
-            self.b.completed(black_box(tag), self.now);
-            self.free.push(tag);
-        }
-        self.issuer ^= 1;
-        let desc = RequestDesc {
-            sector: (self.rng.next() >> 8) % (1 << 31),
-            sectors: 8,
-            op: Op::Read,
-            sync: true,
-            issuer: self.issuer,
-            arrival: self.now,
-            ..RequestDesc::default()
-        };
-        let tag = self.free.pop().expect("a free tag");
-        self.b.insert(tag, &desc, false, self.now);
-        loop {
-            match self.b.dispatch(self.now) {
-                Dispatch::Request(tag) => self.in_flight.push_back(tag),
-                // Idling for a queue with requests in flight: the next
-                // completion or insertion runs the queue again.
-                Dispatch::IdleUntil(t) if self.in_flight.is_empty() => {
-                    self.now = t.max(self.now + 1)
-                }
-                Dispatch::IdleUntil(_) | Dispatch::Empty => return,
             }
         }
     }
