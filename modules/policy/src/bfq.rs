@@ -1475,6 +1475,7 @@ impl Ctx<'_> {
 
     // ----- merge hash ------------------------------------------------------
 
+    #[inline]
     fn hash_insert(&mut self, x: u32) {
         let b = bucket(self.rq(x).sector, self.r.len());
         let head = self.r[b].hhead;
@@ -1486,6 +1487,7 @@ impl Ctx<'_> {
         self.r[b].hhead = x;
     }
 
+    #[inline]
     fn hash_remove(&mut self, x: u32) {
         let (p, nx) = (self.rq(x).hprev, self.rq(x).hnext);
         if p != NIL {
@@ -1505,6 +1507,7 @@ impl Ctx<'_> {
 
     // ----- FIFO lists (per queue and direction) and the at-head list --------
 
+    #[inline]
     fn fifo_push(&mut self, qi: u32, d: usize, x: u32) {
         let tail = self.q(qi).fifo_tail[d];
         self.rqm(x).fprev = tail;
@@ -1517,6 +1520,7 @@ impl Ctx<'_> {
         self.qm(qi).fifo_tail[d] = x;
     }
 
+    #[inline]
     fn fifo_remove(&mut self, qi: u32, d: usize, x: u32) {
         let (p, nx) = (self.rq(x).fprev, self.rq(x).fnext);
         if p != NIL {
@@ -1586,6 +1590,7 @@ impl Ctx<'_> {
 
     /// Heap `h` = class * 2 + kind; kind 0 holds eligible queues keyed by
     /// finish time, kind 1 not-yet-eligible queues keyed by start time.
+    #[inline]
     fn heap_key(&self, h: usize, qi: u32) -> u64 {
         let q = self.q(qi);
         if h & 1 == 0 {
@@ -1595,6 +1600,7 @@ impl Ctx<'_> {
         }
     }
 
+    #[inline]
     fn heap_less(&self, h: usize, a: u32, b: u32) -> bool {
         let (ka, kb) = (self.heap_key(h, a), self.heap_key(h, b));
         if ka == kb {
@@ -1604,10 +1610,12 @@ impl Ctx<'_> {
         }
     }
 
+    #[inline]
     fn heap_at(&self, h: usize, pos: u32) -> u32 {
         self.qs[pos as usize].heap[h]
     }
 
+    #[inline]
     fn heap_set(&mut self, h: usize, pos: u32, qi: u32) {
         self.qs[pos as usize].heap[h] = qi;
         let q = self.qm(qi);
@@ -1615,6 +1623,7 @@ impl Ctx<'_> {
         q.heap_pos = pos;
     }
 
+    #[inline]
     fn sift_up(&mut self, h: usize, mut pos: u32) {
         let x = self.heap_at(h, pos);
         while pos > 0 {
@@ -1629,6 +1638,7 @@ impl Ctx<'_> {
         self.heap_set(h, pos, x);
     }
 
+    #[inline]
     fn sift_down(&mut self, h: usize, mut pos: u32) {
         let len = self.s.heap_len[h];
         let x = self.heap_at(h, pos);
@@ -1651,6 +1661,7 @@ impl Ctx<'_> {
         self.heap_set(h, pos, x);
     }
 
+    #[inline]
     fn heap_push(&mut self, h: usize, qi: u32) {
         let pos = self.s.heap_len[h];
         if pos as usize >= self.qs.len() {
@@ -1690,6 +1701,7 @@ impl Ctx<'_> {
     }
 
     /// Puts a busy, not in-service queue into its class's service tree.
+    #[inline]
     fn enqueue_entity(&mut self, qi: u32) {
         let c = self.q(qi).class.index();
         let eligible = !vt_gt(self.q(qi).start, self.s.vtime[c]);
@@ -1698,6 +1710,7 @@ impl Ctx<'_> {
 
     /// B-WF2Q+ selection in class `c`: jump the virtual time if nothing is
     /// eligible, then take the eligible queue with the smallest finish.
+    #[inline]
     fn pick_in_class(&mut self, c: usize) -> u32 {
         let (eh, ih) = (c * 2, c * 2 + 1);
         if self.s.heap_len[eh] == 0 && self.s.heap_len[ih] > 0 {
@@ -1725,6 +1738,7 @@ impl Ctx<'_> {
     // ----- charging and virtual time ------------------------------------------
 
     /// `bfq_serv_to_charge`.
+    #[inline]
     fn charge(&self, x: u32, qi: u32) -> u64 {
         let r = self.rq(x);
         let s = r.sectors as u64;
@@ -1736,6 +1750,7 @@ impl Ctx<'_> {
     }
 
     /// `bfq_bfqq_served`.
+    #[inline]
     fn served(&mut self, qi: u32, served: u64) {
         let served = served.min(MAX_CHARGE);
         let c = self.q(qi).class.index();
@@ -1806,6 +1821,7 @@ impl Ctx<'_> {
     }
 
     /// Makes an idle queue busy (`bfq_add_bfqq_busy` + activation).
+    #[inline]
     fn activate(&mut self, qi: u32) {
         if self.q(qi).prio_changed {
             let p = self.q(qi).new_prio;
@@ -1850,6 +1866,7 @@ impl Ctx<'_> {
 
     /// Makes a busy queue idle, remembering its finish time
     /// (`bfq_del_bfqq_busy`).
+    #[inline]
     fn deactivate(&mut self, qi: u32) {
         if !self.q(qi).busy {
             return;
@@ -1886,6 +1903,7 @@ impl Ctx<'_> {
     }
 
     /// `bfq_updated_next_req`.
+    #[inline]
     fn updated_next_req(&mut self, qi: u32) {
         let next_rq = self.q(qi).next_rq;
         if next_rq == NIL || self.s.in_service == qi {
@@ -1903,6 +1921,7 @@ impl Ctx<'_> {
     // ----- request choice -------------------------------------------------------
 
     /// `bfq_choose_req`: the better of two requests to serve after `last`.
+    #[inline]
     fn choose_req(&self, r1: u32, r2: u32, last: Sector) -> u32 {
         if r1 == NIL || r1 == r2 {
             return r2;
@@ -1987,6 +2006,7 @@ impl Ctx<'_> {
     }
 
     /// Unlinks a queued request from its queue (`bfq_remove_request`).
+    #[inline]
     fn remove_queued(&mut self, x: u32, now: Nanos) {
         let qi = self.rq(x).queue;
         let r = self.rq(x);
@@ -2017,6 +2037,7 @@ impl Ctx<'_> {
     /// [`Ctx::remove_queued`] for the queue's only queued request (on a
     /// fast device, nearly every one): the same result without walking the
     /// sort tree and the FIFO lists for a successor that cannot exist.
+    #[inline]
     fn remove_only_queued(&mut self, qi: u32, x: u32) {
         let d = usize::from(self.rq(x).sync);
         self.hash_remove(x);
@@ -2066,6 +2087,7 @@ impl Ctx<'_> {
     }
 
     /// `bfq_update_wr_data`, at each dispatch from the in-service queue.
+    #[inline]
     fn update_wr_data(&mut self, qi: u32, now: Nanos) {
         if self.q(qi).wr_coeff <= 1 {
             return;
@@ -2124,6 +2146,7 @@ impl Ctx<'_> {
     /// driver ever hold more than `HW_QUEUE_THRESHOLD`? Completions
     /// while the in-service queue has a short think time but few requests
     /// (so that it alone may keep the driver short) do not count.
+    #[inline]
     fn update_hw_tag(&mut self) {
         let s = &mut *self.s;
         let in_driver = match s.device_depth {
@@ -2160,6 +2183,7 @@ impl Ctx<'_> {
     /// `bfq_update_io_thinktime`, at a request's arrival: when the queue
     /// had nothing queued or in flight, sample the time since its last
     /// completion (at most `2 * slice_idle`) into a decaying average.
+    #[inline]
     fn update_io_thinktime(&mut self, qi: u32, now: Nanos) {
         let cap = self.s.slice_idle.saturating_mul(2);
         let q = self.qm(qi);
@@ -2182,6 +2206,7 @@ impl Ctx<'_> {
     /// `bfq_update_has_short_ttime`, at a sync request's arrival (no
     /// burst or split handling: neither is modelled). An exited issuer's
     /// think time is infinite; see [`Bfq::issuer_exit`].
+    #[inline]
     fn update_has_short_ttime(&mut self, qi: u32, sync: bool, now: Nanos) {
         let half_slice = self.s.slice_idle / 2;
         if !sync || self.q(qi).class == PrioClass::Idle || self.s.slice_idle == 0 {
@@ -2252,6 +2277,7 @@ impl Ctx<'_> {
     /// The sync request of the in-service queue `qi` arrived while the
     /// queue had nothing else outstanding (part of `bfq_add_request`): maybe
     /// start measuring its service time.
+    #[inline]
     fn inject_on_arrival(&mut self, qi: u32, now: Nanos) {
         if now >= self.q(qi).decrease_time.saturating_add(NSEC_PER_SEC) {
             self.reset_inject_limit(qi, now);
@@ -2321,6 +2347,7 @@ impl Ctx<'_> {
     /// is queued): time the queue spent with nothing queued or in flight
     /// counts as idle; it is I/O bound when idle at most a fifth of the
     /// window, which keeps at most about 200 ms of the past.
+    #[inline]
     fn update_io_intensity(&mut self, qi: u32, now: Nanos) {
         let q = self.qm(qi);
         let tot_io_time = now.saturating_sub(q.io_start_time);
@@ -2342,6 +2369,7 @@ impl Ctx<'_> {
 
     // ----- idling and expiration -------------------------------------------------
 
+    #[inline]
     fn seeky(&self, qi: u32) -> bool {
         self.q(qi).seek_history.count_ones() > 19
     }
@@ -2351,6 +2379,7 @@ impl Ctx<'_> {
     /// its share: the active queues that are not weight-raised have more
     /// than one weight (unless `qi` has the smallest of them), or queues
     /// of more than one class are busy. (No cgroups, so no group term.)
+    #[inline]
     fn asymmetric_scenario(&self, qi: u32) -> bool {
         let mask = self.s.weight_mask;
         let slot = self.q(qi).wc_slot;
@@ -2365,6 +2394,7 @@ impl Ctx<'_> {
     /// I/O-bound queue with a short think time on a device that is not
     /// both non-rotational and queueing), and no weight-raised queue is
     /// busy (which idling for others would hurt).
+    #[inline]
     fn idling_boosts_thr_without_issues(&self, qi: u32) -> bool {
         let q = self.q(qi);
         if q.exited {
@@ -2384,6 +2414,7 @@ impl Ctx<'_> {
     /// (or many other requests are in the drive), or the scenario is
     /// asymmetric, or it is the only busy queue (kept plugged in case a
     /// lighter queue turns up).
+    #[inline]
     fn idling_needed_for_service_guarantees(&self, qi: u32) -> bool {
         let q = self.q(qi);
         if q.exited {
@@ -2403,6 +2434,7 @@ impl Ctx<'_> {
     /// `strict_guarantees`; never with `slice_idle` 0, for async queues or
     /// the idle class; otherwise when idling boosts throughput without
     /// issues or is needed for service guarantees.
+    #[inline]
     fn better_to_idle(&self, qi: u32) -> bool {
         let q = self.q(qi);
         if q.exited {
@@ -2417,6 +2449,7 @@ impl Ctx<'_> {
         self.idling_boosts_thr_without_issues(qi) || self.idling_needed_for_service_guarantees(qi)
     }
 
+    #[inline]
     fn must_idle(&self, qi: u32) -> bool {
         self.q(qi).queued == 0 && self.better_to_idle(qi)
     }
@@ -2424,6 +2457,7 @@ impl Ctx<'_> {
     /// The idle slice for the in-service queue (`bfq_arm_slice_timer`):
     /// short for a seeky queue unless it is raised or the scenario is
     /// asymmetric, long for a raised one.
+    #[inline]
     fn idle_slice(&self, qi: u32) -> Nanos {
         let sl = self.s.slice_idle;
         if self.seeky(qi) && self.q(qi).wr_coeff == 1 && !self.asymmetric_scenario(qi) {
@@ -2435,22 +2469,26 @@ impl Ctx<'_> {
         }
     }
 
+    #[inline]
     fn arm_idle(&mut self, qi: u32, now: Nanos) {
         self.s.wait_request = true;
         self.s.idle_deadline = now.saturating_add(self.idle_slice(qi));
         self.s.last_idling_start = now;
     }
 
+    #[inline]
     fn budget_left(&self, qi: u32) -> u64 {
         let q = self.q(qi);
         q.budget.saturating_sub(q.service)
     }
 
+    #[inline]
     fn budget_timed_out(&self, qi: u32, now: Nanos) -> bool {
         !matches!(self.q(qi).budget_timeout, Some(t) if now < t)
     }
 
     /// `bfq_may_expire_for_budg_timeout`.
+    #[inline]
     fn may_expire_for_budget_timeout(&self, qi: u32, now: Nanos) -> bool {
         (!self.s.wait_request || self.budget_left(qi) >= self.q(qi).budget / 3)
             && self.budget_timed_out(qi, now)
@@ -2458,6 +2496,7 @@ impl Ctx<'_> {
 
     /// `bfq_bfqq_is_slow`: whether the queue got little done in its slot,
     /// and the slot's length in ms.
+    #[inline]
     fn is_slow(&self, qi: u32, compensate: bool, now: Nanos) -> (bool, u64) {
         if !self.q(qi).sync {
             return (false, 0);
@@ -2484,6 +2523,7 @@ impl Ctx<'_> {
     }
 
     /// `bfq_bfqq_charge_time`.
+    #[inline]
     fn charge_time(&mut self, qi: u32, time_ms: u64) {
         let timeout_ms = self.s.timeout_ms();
         let bounded = time_ms.min(timeout_ms);
@@ -2497,6 +2537,7 @@ impl Ctx<'_> {
     }
 
     /// `__bfq_bfqq_recalc_budget`.
+    #[inline]
     fn recalc_budget(&mut self, qi: u32, reason: Expiration) {
         let min_budget = self.s.min_budget();
         let dev_max = self.s.max_budget;
@@ -2537,6 +2578,7 @@ impl Ctx<'_> {
     }
 
     /// `bfq_bfqq_expire`: the in-service queue stops being served.
+    #[inline]
     fn expire(&mut self, qi: u32, reason: Expiration, compensate: bool, now: Nanos) {
         if self.s.in_service != qi {
             return;
@@ -2606,6 +2648,7 @@ impl Ctx<'_> {
     }
 
     /// Starts serving the next queue (`bfq_set_in_service_queue`).
+    #[inline]
     fn set_in_service(&mut self, now: Nanos) -> u32 {
         let mut qi = NIL;
         for c in 0..PrioClass::COUNT {
@@ -2716,6 +2759,7 @@ impl Ctx<'_> {
     }
 
     /// `bfq_update_peak_rate`, at each dispatch.
+    #[inline]
     fn update_peak_rate(&mut self, sector: Sector, sectors: u32, now: Nanos) {
         let rq = Some((sector, sectors));
         if self.s.peak_rate_samples == 0 {
@@ -2867,6 +2911,7 @@ impl Ctx<'_> {
 
     /// `bfq_bfqq_handle_idle_busy_switch`; tells whether the queue
     /// counted as interactive.
+    #[inline]
     fn idle_busy_switch(&mut self, qi: u32, now: Nanos) -> bool {
         if self.q(qi).prio_changed {
             let p = self.q(qi).new_prio;
@@ -2976,6 +3021,7 @@ impl Ctx<'_> {
 
     /// The idle slice timer, run lazily: an idle slice that ran out
     /// expires the in-service queue as of the slice's end.
+    #[inline]
     fn idle_timer(&mut self, now: Nanos) {
         let qi = self.s.in_service;
         if qi != NIL && self.s.wait_request && now >= self.s.idle_deadline {
@@ -3150,6 +3196,7 @@ impl Ctx<'_> {
         self.maybe_release(qi);
     }
 
+    #[inline]
     fn dispatch_from(&mut self, qi: u32, now: Nanos) -> Tag {
         let x = self.q(qi).next_rq;
         let c = self.charge(x, qi);
