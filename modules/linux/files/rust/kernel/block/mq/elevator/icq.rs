@@ -47,6 +47,7 @@ impl IoCq {
         unsafe { &*ptr.cast() }
     }
 
+    #[inline]
     fn word(&self) -> &AtomicUsize {
         // SAFETY: The `IcqData` is live (type invariant); the word is only
         // accessed atomically.
@@ -54,11 +55,13 @@ impl IoCq {
     }
 
     /// The scheduler's word (0 until set).
+    #[inline]
     pub fn private(&self) -> usize {
         self.word().load(Ordering::Relaxed)
     }
 
     /// Sets the scheduler's word.
+    #[inline]
     pub fn set_private(&self, value: usize) {
         self.word().store(value, Ordering::Relaxed);
     }
