@@ -2009,18 +2009,36 @@ impl Ctx<'_> {
     #[inline]
     fn remove_queued(&mut self, x: u32, now: Nanos) {
         let qi = self.rq(x).queue;
+        let d = usize::from(self.rq(x).sync);
         let r = self.rq(x);
         if r.left == NIL && r.right == NIL && r.parent == NIL && self.q(qi).root == x {
-            self.remove_only_queued(qi, x);
-            return;
+            // The queue's only queued request (on a fast device, nearly
+            // every one), so the only one in its FIFO list too: the same
+            // unlinking without looking for a successor.
+            let r = self.rqm(x);
+            r.fprev = NIL;
+            r.fnext = NIL;
+            let q = self.qm(qi);
+            if q.next_rq == x {
+                // What `check_fifo` notes on its way to finding nothing.
+                q.fifo_checked = true;
+            }
+            q.next_rq = NIL;
+            q.root = NIL;
+            if q.fifo_head[d] == x {
+                q.fifo_head[d] = NIL;
+            }
+            if q.fifo_tail[d] == x {
+                q.fifo_tail[d] = NIL;
+            }
+        } else {
+            if self.q(qi).next_rq == x {
+                let n = self.find_next_rq(qi, x, now);
+                self.qm(qi).next_rq = if n == x { NIL } else { n };
+            }
+            self.fifo_remove(qi, d, x);
+            self.tree_remove(qi, x);
         }
-        if self.q(qi).next_rq == x {
-            let n = self.find_next_rq(qi, x, now);
-            self.qm(qi).next_rq = if n == x { NIL } else { n };
-        }
-        let d = usize::from(self.rq(x).sync);
-        self.fifo_remove(qi, d, x);
-        self.tree_remove(qi, x);
         self.hash_remove(x);
         self.qm(qi).queued = self.q(qi).queued.saturating_sub(1);
         self.s.queued = self.s.queued.saturating_sub(1);
@@ -2031,40 +2049,6 @@ impl Ctx<'_> {
             }
         } else {
             self.updated_next_req(qi);
-        }
-    }
-
-    /// [`Ctx::remove_queued`] for the queue's only queued request (on a
-    /// fast device, nearly every one): the same result without walking the
-    /// sort tree and the FIFO lists for a successor that cannot exist.
-    #[inline]
-    fn remove_only_queued(&mut self, qi: u32, x: u32) {
-        let d = usize::from(self.rq(x).sync);
-        self.hash_remove(x);
-        let r = self.rqm(x);
-        r.fprev = NIL;
-        r.fnext = NIL;
-        let in_service = self.s.in_service == qi;
-        let q = self.qm(qi);
-        if q.next_rq == x {
-            // What `check_fifo` would have noted, looking for a successor.
-            q.fifo_checked = true;
-        }
-        q.next_rq = NIL;
-        q.root = NIL;
-        // Every queued request is in its direction's FIFO list: `x` is
-        // the only one there.
-        if q.fifo_head[d] == x {
-            q.fifo_head[d] = NIL;
-        }
-        if q.fifo_tail[d] == x {
-            q.fifo_tail[d] = NIL;
-        }
-        q.queued = q.queued.saturating_sub(1);
-        let busy = q.busy;
-        self.s.queued = self.s.queued.saturating_sub(1);
-        if busy && !in_service {
-            self.deactivate(qi);
         }
     }
 
