@@ -1,31 +1,32 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Whole scenarios of the in-guest tests and benchmarks, run against the
-//! BFQ-like policy (and, for the start-up, the deadline one) in simulated
-//! time: a small model of what blk-mq and the modules do around the policy
+//! The simulation: what blk-mq and the modules do around a policy
 //! (scheduler tags, the device's depth, bio back merges, the dispatch list
-//! and restart, the idle timer), a device that completes every request a
-//! fixed time after it starts, fio-like readers and an application reading
-//! files one at a time. Deterministic: the same run gives the same bytes.
-//! Completions reach the BFQ policy as in rust-bfq, through its
-//! `TimedLog` (deferred while nothing is queued); one test checks that
-//! handing them over at once instead gives the same figures.
+//! and restart, the idle timer), a [`Device`], fio-like readers and an
+//! application reading files one at a time (reads only: writes are not
+//! simulated yet). Deterministic: the same run gives the same bytes.
+//! Completions reach the BFQ policy as in rust-bfq, through its `TimedLog`
+//! (deferred while nothing is queued), unless told to hand them over at
+//! once.
 
+use crate::device::Device;
+use crate::fifo::Fifo;
 use ironlift_policy::bfq::{AfterCompletion, Bfq, IssuerSlot, ReqSlot};
 use ironlift_policy::completions::{words_for, DrainBatch, TimedLog};
 use ironlift_policy::deadline::{Deadline, Slot};
 use ironlift_policy::{Dispatch, IoPrio, Nanos, Op, Policy, PrioClass, RequestDesc, NSEC_PER_MSEC};
-use std::cell::Cell;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::sync::atomic::AtomicU64;
 
-type B = Bfq<Vec<ReqSlot>, Vec<IssuerSlot>>;
-type D = Deadline<Vec<Slot>>;
+/// The BFQ-like policy over vectors.
+pub type B = Bfq<Vec<ReqSlot>, Vec<IssuerSlot>>;
+/// The deadline policy over a vector.
+pub type D = Deadline<Vec<Slot>>;
 
 /// What the simulation needs of a policy beyond [`Policy`]: what its module
 /// does on a completion.
-trait SimPolicy: Policy {
+pub trait SimPolicy: Policy {
     /// The end of the idle slice the policy waits in, if it idles.
     fn idling_until(&self) -> Option<Nanos> {
         None
@@ -35,6 +36,7 @@ trait SimPolicy: Policy {
     fn after_completion(&mut self) -> AfterCompletion {
         AfterCompletion::Nothing
     }
+    /// The policy's own consistency check, run after every event.
     fn check(&self) -> Result<(), &'static str>;
 }
 
@@ -56,56 +58,54 @@ impl SimPolicy for D {
     }
 }
 
-thread_local! {
-    /// Whether the simulations of this thread hand completions to the
-    /// policy as rust-bfq does (a [`TimedLog`]: at once only while requests
-    /// are queued, else at the next insertion or dispatch) rather than at
-    /// once, every time.
-    static DEFER_COMPLETIONS: Cell<bool> = const { Cell::new(true) };
-    /// How many completions were deferred in this thread.
-    static DEFERRED: Cell<u64> = const { Cell::new(0) };
+impl SimPolicy for Fifo {
+    fn check(&self) -> Result<(), &'static str> {
+        Ok(())
+    }
 }
 
-const MS: Nanos = NSEC_PER_MSEC;
-const SEC: Nanos = 1000 * MS;
+/// A millisecond.
+pub const MS: Nanos = NSEC_PER_MSEC;
+/// A second.
+pub const SEC: Nanos = 1000 * MS;
 
 /// The block layer and device around the policy.
 #[derive(Clone, Copy, Debug)]
-struct Machine {
+pub struct Machine {
     /// Scheduler tags (`nr_requests`: twice the device's depth by default).
-    sched_tags: usize,
-    /// Requests the device holds at once (null_blk's `hw_queue_depth`).
-    depth: usize,
-    /// Time from a request's start to its completion, whatever its size
-    /// (null_blk with `irqmode=2`).
-    service: Nanos,
+    pub sched_tags: usize,
     /// Largest request, sectors (`max_sectors`; null_blk's default 255).
-    max_sectors: u32,
+    pub max_sectors: u32,
     /// Time a CPU spends in one queue run before the request it took from
     /// the scheduler without a driver tag is on the dispatch list. A run
     /// starting meanwhile (a completion's restart, an insertion) does not
     /// see it there and takes another: more requests dispatched than the
     /// device holds, as blk-mq gives on several CPUs.
-    run_cost: Nanos,
+    pub run_cost: Nanos,
 }
 
 /// An fio job: sequential reads of `bs` sectors, `iodepth` in flight.
 #[derive(Clone, Copy, Debug)]
-struct Reader {
-    level: u8,
-    start: u64,
-    bs: u32,
-    iodepth: u32,
+pub struct Reader {
+    /// Best-effort level (`ionice -c2 -n`), 0 to 7.
+    pub level: u8,
+    /// First sector.
+    pub start: u64,
+    /// Sectors per read.
+    pub bs: u32,
+    /// Reads in flight.
+    pub iodepth: u32,
     /// Time fio takes to submit one I/O after it reaped a completion.
-    submit_cost: Nanos,
+    pub submit_cost: Nanos,
     /// Random reads over this many `bs` blocks after `start` (0:
     /// sequential).
-    random_blocks: u64,
+    pub random_blocks: u64,
     /// An application instead of fio: `count` reads one at a time, of 8 to
     /// 128 sectors (log-uniform), each after the previous one completed
     /// and `submit_cost` of CPU, starting at `start_at`. 0: a greedy reader.
-    count: u32,
-    start_at: Nanos,
+    pub count: u32,
+    /// When an application starts.
+    pub start_at: Nanos,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -130,21 +130,23 @@ struct Req {
     ios: u32,
 }
 
-struct ReaderState {
-    cfg: Reader,
+/// A reader as the simulation runs it.
+pub struct ReaderState {
+    /// What it was set up as.
+    pub cfg: Reader,
     next: u64,
     /// I/Os fio still has to submit (reaped, not yet resubmitted).
     to_submit: u32,
     submit_pending: bool,
     blocked_on_tag: bool,
     /// Bytes completed inside the measured window.
-    bytes: u64,
+    pub bytes: u64,
     /// State of the random offset generator.
     rng: u64,
     /// I/Os submitted (for an application).
     submitted: u32,
     /// When an application's last read completed.
-    done_at: Option<Nanos>,
+    pub done_at: Option<Nanos>,
 }
 
 impl ReaderState {
@@ -158,15 +160,23 @@ impl ReaderState {
     }
 }
 
-struct Sim<P> {
+/// The block layer, the module around the policy and a device, in
+/// simulated time.
+pub struct Sim<P> {
     m: Machine,
-    b: P,
+    /// The policy.
+    pub b: P,
+    dev: Box<dyn Device>,
     now: Nanos,
     seq: u64,
     events: BinaryHeap<Reverse<(Nanos, u64, Ev)>>,
     reqs: Vec<Option<Req>>,
     /// The request (tag) in each of the device's slots.
     device: Vec<Option<usize>>,
+    /// How many of them hold one.
+    busy: usize,
+    /// By tag: dispatched by the policy and not yet completed.
+    out: Vec<bool>,
     dispatch_list: VecDeque<usize>,
     /// Taken without a driver tag by a run still under way.
     parking: Vec<usize>,
@@ -174,49 +184,70 @@ struct Sim<P> {
     timer_gen: u64,
     timer_at: Option<Nanos>,
     delayed_gen: u64,
-    readers: Vec<ReaderState>,
+    /// The readers, in the order given.
+    pub readers: Vec<ReaderState>,
     tag_waiters: VecDeque<usize>,
     window: (Nanos, Nanos),
     /// Time-weighted sums over the window: requests on the device, and
     /// free device slots while the scheduler held requests.
-    occupancy: u128,
-    withheld: u128,
+    pub occupancy: u128,
+    /// See `occupancy`.
+    pub withheld: u128,
     last_sample: Nanos,
     /// rust-bfq's completion log, if completions are deferred as there.
     defer: Option<TimedLog<Vec<AtomicU64>, Vec<AtomicU64>>>,
     /// Where the drains sort, kept as rust-bfq keeps it.
     drain_batch: DrainBatch,
+    /// Completions that were deferred (did not take the lock).
+    pub deferred: u64,
 }
 
-/// rust-bfq's policy as its init_sched sets it up on null_blk.
-fn bfq(m: &Machine, issuers: usize) -> B {
+/// rust-bfq's policy as its init_sched sets it up for `dev`, with a
+/// queue for each of `issuers` processes and the shared one.
+pub fn bfq(m: &Machine, dev: &dyn Device, issuers: usize) -> B {
     let mut b = Bfq::new(
         vec![ReqSlot::default(); m.sched_tags],
         vec![IssuerSlot::default(); issuers + 1],
     )
-    .unwrap();
-    b.set_nonrotational(true);
-    b.set_device_depth(m.depth as u32);
+    .expect("storage for at least one request and two issuers");
+    b.set_nonrotational(!dev.rotational());
+    b.set_device_depth(dev.depth() as u32);
     b
 }
 
 /// rust-deadline's policy at `nr_requests` = the scheduler tags.
-fn deadline(m: &Machine) -> D {
-    let mut d = Deadline::new(vec![Slot::default(); m.sched_tags]).unwrap();
+pub fn deadline(m: &Machine) -> D {
+    let mut d = Deadline::new(vec![Slot::default(); m.sched_tags])
+        .expect("storage for at least one request");
     d.depth_updated(m.sched_tags as u32);
     d
 }
 
 impl<P: SimPolicy> Sim<P> {
-    fn new(m: Machine, b: P, readers: &[Reader], window: (Nanos, Nanos)) -> Self {
+    /// A simulation of `readers` on `dev` under policy `b`, measuring
+    /// bytes, occupancy and holding over `window`. With `defer`, completions
+    /// reach the policy as in rust-bfq (see [`TimedLog`]); otherwise at
+    /// once, each under the lock.
+    pub fn new(
+        m: Machine,
+        dev: Box<dyn Device>,
+        b: P,
+        readers: &[Reader],
+        window: (Nanos, Nanos),
+        defer: bool,
+    ) -> Self {
+        let depth = dev.depth();
         let mut s = Sim {
             m,
             b,
+            dev,
             now: 0,
             seq: 0,
             events: BinaryHeap::new(),
             reqs: (0..m.sched_tags).map(|_| None).collect(),
-            device: vec![None; m.depth],
+            device: vec![None; depth],
+            busy: 0,
+            out: vec![false; m.sched_tags],
             dispatch_list: VecDeque::new(),
             parking: Vec::new(),
             restart: false,
@@ -243,7 +274,8 @@ impl<P: SimPolicy> Sim<P> {
             withheld: 0,
             last_sample: 0,
             drain_batch: DrainBatch::default(),
-            defer: DEFER_COMPLETIONS.get().then(|| {
+            deferred: 0,
+            defer: defer.then(|| {
                 TimedLog::new(
                     (0..words_for(m.sched_tags))
                         .map(|_| AtomicU64::new(0))
@@ -270,10 +302,10 @@ impl<P: SimPolicy> Sim<P> {
         let to = t.min(self.window.1);
         if to > from {
             let dt = u128::from(to - from);
-            let busy = self.device.iter().filter(|d| d.is_some()).count();
+            let busy = self.busy;
             self.occupancy += dt * busy as u128;
             if self.b.has_work() {
-                self.withheld += dt * (self.m.depth - busy) as u128;
+                self.withheld += dt * (self.device.len() - busy) as u128;
             }
         }
         self.last_sample = t;
@@ -293,7 +325,8 @@ impl<P: SimPolicy> Sim<P> {
         }
     }
 
-    fn run(&mut self, until: Nanos) {
+    /// Runs the events up to `until`.
+    pub fn run(&mut self, until: Nanos) {
         while let Some(Reverse((t, _, ev))) = self.events.pop() {
             if t > until {
                 break;
@@ -399,7 +432,7 @@ impl<P: SimPolicy> Sim<P> {
         };
         l.set_time(t, self.now);
         if !l.complete(t, || unreachable!("the time was given")) {
-            DEFERRED.set(DEFERRED.get() + 1);
+            self.deferred += 1;
             return false;
         }
         self.hand_over();
@@ -426,10 +459,10 @@ impl<P: SimPolicy> Sim<P> {
         }
     }
 
+    /// Whether the policy dispatched `t` (it is on the device, on the
+    /// dispatch list or in a run on its way there).
     fn in_flight_or_listed(&self, t: usize) -> bool {
-        self.device.contains(&Some(t))
-            || self.dispatch_list.contains(&t)
-            || self.parking.contains(&t)
+        self.out[t]
     }
 
     fn cancel_timer(&mut self) {
@@ -449,7 +482,12 @@ impl<P: SimPolicy> Sim<P> {
             return false;
         };
         self.device[slot] = Some(t);
-        let done = self.now + self.m.service;
+        let busy = self.busy;
+        self.busy += 1;
+        let q = self.reqs[t].as_ref().expect("a started request exists");
+        let done = self
+            .dev
+            .start(self.now, q.sector, q.sectors, Op::Read, busy);
         self.at(done, Ev::Complete(slot));
         true
     }
@@ -471,6 +509,7 @@ impl<P: SimPolicy> Sim<P> {
             self.publish();
             match d {
                 Dispatch::Request(t) => {
+                    self.out[t] = true;
                     if !self.start_on_device(t) {
                         // No driver tag: the request goes to the dispatch
                         // list when this run ends; a completion restarts
@@ -496,7 +535,11 @@ impl<P: SimPolicy> Sim<P> {
     }
 
     fn complete(&mut self, slot: usize) {
-        let t = self.device[slot].take().unwrap();
+        let t = self.device[slot]
+            .take()
+            .expect("a request completes in its slot");
+        self.busy -= 1;
+        self.out[t] = false;
         let told = self.finish(t);
         let q = self.reqs[t].take().unwrap();
         let rs = &mut self.readers[q.reader];
@@ -528,293 +571,4 @@ impl<P: SimPolicy> Sim<P> {
             self.run_queue();
         }
     }
-}
-
-/// The in-guest fairness test: two fio readers (16 KiB, libaio iodepth 8)
-/// under `ionice -c2 -n0` and `-n4` on null_blk with a 2 ms completion
-/// delay and depth 2; bytes over 20 s after a 5 s ramp. Without
-/// `set_device_depth` this gives 1:15 (the guest measured 1:12): the
-/// requests parked on the dispatch list make `hw_tag` say "queueing".
-/// Simulated throughput is 16 MB/s, the guest's 14 to 15.
-fn fairness_run(submit_cost: Nanos) -> (u64, u64) {
-    let m = Machine {
-        sched_tags: 4,
-        depth: 2,
-        service: 2 * MS,
-        max_sectors: 255,
-        run_cost: 30_000,
-    };
-    let reader = |level, start| Reader {
-        level,
-        start,
-        bs: 32,
-        iodepth: 8,
-        submit_cost,
-        random_blocks: 0,
-        count: 0,
-        start_at: 0,
-    };
-    let readers = [reader(0, 1 << 30), reader(4, 0)];
-    let mut s = Sim::new(m, bfq(&m, readers.len()), &readers, (5 * SEC, 25 * SEC));
-    s.run(25 * SEC);
-    (s.readers[0].bytes, s.readers[1].bytes)
-}
-
-#[test]
-fn weights_1_to_2_give_bytes_1_to_2() {
-    for cost in [20_000, 100_000, 400_000] {
-        let (hi, lo) = fairness_run(cost);
-        let ratio = hi as f64 / lo.max(1) as f64;
-        eprintln!(
-            "submit cost {cost} ns: level 0 {:.1} MB, level 4 {:.1} MB: ratio {ratio:.3}",
-            hi as f64 / 1e6,
-            lo as f64 / 1e6
-        );
-        assert!((1.7..=2.3).contains(&ratio), "ratio {ratio:.3}");
-    }
-}
-
-/// The overhead benchmark's workload: two fio jobs of 4 KiB random reads,
-/// iodepth 32 each, on a fast null_blk (depth 64, twice that in scheduler
-/// tags). Returns requests completed in the window, mean device occupancy,
-/// and mean free device slots while the scheduler held requests.
-fn randread_run(service: Nanos, submit_cost: Nanos, strict: bool) -> (u64, f64, f64) {
-    let m = Machine {
-        sched_tags: 128,
-        depth: 64,
-        service,
-        max_sectors: 255,
-        run_cost: 2_000,
-    };
-    let reader = |start| Reader {
-        level: 4,
-        start,
-        bs: 8,
-        iodepth: 32,
-        submit_cost,
-        random_blocks: 1 << 18,
-        count: 0,
-        start_at: 0,
-    };
-    let readers = [reader(0), reader(1 << 30)];
-    let window = (SEC, 2 * SEC);
-    let mut s = Sim::new(m, bfq(&m, readers.len()), &readers, window);
-    if strict {
-        s.b.set_tunable("strict_guarantees", "1").unwrap();
-    }
-    s.run(window.1);
-    let span = (window.1 - window.0) as f64;
-    let reqs = s.readers.iter().map(|r| r.bytes / 4096).sum();
-    (reqs, s.occupancy as f64 / span, s.withheld as f64 / span)
-}
-
-#[test]
-fn randread_keeps_the_device_busy() {
-    // Two symmetric random readers: nothing to idle for (seeky queues on a
-    // queueing device, equal weights), so the policy must fill the device
-    // whenever it holds requests. In the guest rust-bfq gets fewer IOPS
-    // than C bfq here; this shows it is not the policy holding requests back.
-    let (reqs, occ, withheld) = randread_run(1_000_000, 5_000, false);
-    eprintln!("{reqs} requests, device occupancy {occ:.1}, free slots while holding {withheld:.3}");
-    assert!(withheld < 0.1, "free slots while holding {withheld:.3}");
-    assert!(occ > 60.0, "occupancy {occ:.1}");
-    // The measure sees idling: with strict guarantees the policy idles.
-    let (_, _, withheld) = randread_run(1_000_000, 5_000, true);
-    assert!(
-        withheld > 1.0,
-        "strict: free slots while holding {withheld:.3}"
-    );
-}
-
-/// The device under the startup suite (null_blk, depth 2, a timer
-/// completion `service` after dispatch) and the readers' head start.
-#[derive(Clone, Copy, Debug)]
-struct StartupDevice {
-    service: Nanos,
-    head_start: Nanos,
-}
-
-/// nullb-slow with the head start of sessions 4 and 5.
-const NULLB_SLOW: StartupDevice = StartupDevice {
-    service: 2 * MS,
-    head_start: 10 * SEC,
-};
-
-/// The startup suite: an application reading `APP_READS` files one at a
-/// time ([`APP_THINK`] of CPU between them) while 4
-/// greedy sequential readers (64 KiB, iodepth 2) have run for a head start;
-/// and the same application alone. Returns (loaded, alone) start-up times.
-fn startup_run<P: SimPolicy>(
-    make: impl Fn(&Machine, usize) -> P,
-    dev: StartupDevice,
-) -> (Nanos, Nanos) {
-    const APP_READS: u32 = 170;
-    let m = Machine {
-        sched_tags: 64,
-        depth: 2,
-        service: dev.service,
-        max_sectors: 255,
-        run_cost: 30_000,
-    };
-    let reader = |start| Reader {
-        level: 4,
-        start,
-        bs: 128,
-        iodepth: 2,
-        submit_cost: 20_000,
-        random_blocks: 0,
-        count: 0,
-        start_at: 0,
-    };
-    let head_start = dev.head_start;
-    let app = Reader {
-        level: 4,
-        start: 1 << 20,
-        bs: 8,
-        iodepth: 1,
-        submit_cost: APP_THINK,
-        random_blocks: 0,
-        count: APP_READS,
-        start_at: head_start,
-    };
-    let time = |readers: &[Reader], start_at| {
-        let mut s = Sim::new(m, make(&m, readers.len()), readers, (0, 0));
-        let app = readers.len() - 1;
-        s.run(start_at + 60 * SEC);
-        s.readers[app].done_at.expect("the application finished") - start_at
-    };
-    let loaded = time(
-        &[
-            reader(1 << 22),
-            reader(1 << 23),
-            reader(1 << 24),
-            reader(1 << 25),
-            app,
-        ],
-        head_start,
-    );
-    let alone = time(&[Reader { start_at: 0, ..app }], 0);
-    (loaded, alone)
-}
-
-/// The application's CPU time between reads (tar, cat and ext4 under
-/// TCG): it makes the simulated alone time on nullb-slow the guest's.
-const APP_THINK: Nanos = 3_600_000;
-
-/// The startup suite on `dev` under the BFQ and the deadline policy:
-/// (bfq, deadline, alone) start-up times.
-fn startup_both(dev: StartupDevice) -> (Nanos, Nanos, Nanos) {
-    let (b_loaded, b_alone) = startup_run(bfq, dev);
-    let (d_loaded, d_alone) = startup_run(|m, _| deadline(m), dev);
-    assert_eq!(b_alone, d_alone, "alone, the policy does not matter");
-    (b_loaded, d_loaded, b_alone)
-}
-
-fn ms(t: Nanos) -> f64 {
-    t as f64 / 1e6
-}
-
-#[test]
-fn startup_under_readers_bfq_near_alone_deadline_not() {
-    // The guest's startup suite (session 5): alone 0.96 s; loaded, rust-bfq
-    // 1.01 x alone, mq-deadline 2.74 x, rust-deadline 2.89 x.
-    let (b_loaded, d_loaded, alone) = startup_both(NULLB_SLOW);
-    let (bx, dx) = (
-        b_loaded as f64 / alone as f64,
-        d_loaded as f64 / alone as f64,
-    );
-    eprintln!(
-        "alone {:.0} ms; loaded: bfq {:.0} ms ({bx:.2} x alone), deadline {:.0} ms ({dx:.2} x alone)",
-        ms(alone),
-        ms(b_loaded),
-        ms(d_loaded)
-    );
-    assert!(bx < 1.15, "bfq {bx:.2} x alone");
-    assert!(dx > 1.8, "deadline {dx:.2} x alone");
-    // Idling for the application is what brings it to the floor: without
-    // it (weight raising alone) each of its reads waits for the readers'
-    // requests in the device (1.43 x alone).
-    let no_idle = |m: &Machine, n| {
-        let mut b = bfq(m, n);
-        b.set_tunable("slice_idle", "0").unwrap();
-        b
-    };
-    let (n_loaded, _) = startup_run(no_idle, NULLB_SLOW);
-    let nx = n_loaded as f64 / alone as f64;
-    eprintln!(
-        "bfq with slice_idle 0: {:.0} ms ({nx:.2} x alone)",
-        ms(n_loaded)
-    );
-    assert!(nx > 1.3, "bfq without idling {nx:.2} x alone");
-}
-
-#[test]
-fn startup_on_8ms_device_after_weight_raising() {
-    // The startup suite's device since session 6: 8 ms per request, where
-    // the application's I/O, not its CPU time, makes most of its start-up.
-    // The think time is the 2 ms device's (the same CPU work).
-    let past = StartupDevice {
-        service: 8 * MS,
-        head_start: 26 * SEC,
-    };
-    let (b_loaded, d_loaded, alone) = startup_both(past);
-    let (bx, floor) = (
-        b_loaded as f64 / d_loaded as f64,
-        alone as f64 / d_loaded as f64,
-    );
-    eprintln!(
-        "8 ms, 26 s head start: alone {:.0} ms; bfq {:.0} ms, deadline {:.0} ms: \
-         bfq {bx:.3} x deadline (floor {floor:.3})",
-        ms(alone),
-        ms(b_loaded),
-        ms(d_loaded)
-    );
-    assert!(b_loaded < alone * 115 / 100, "bfq {:.0} ms", ms(b_loaded));
-    assert!(bx < 0.3, "bfq {bx:.3} x deadline");
-    // With the 10 s head start of the 2 ms device the readers' own weight
-    // raising has not ended (on a slower device BFQ raises for longer, up
-    // to 25 s) and they share the drive with the application as equals.
-    let early = StartupDevice {
-        head_start: 10 * SEC,
-        ..past
-    };
-    let (e_loaded, _) = startup_run(bfq, early);
-    let ex = e_loaded as f64 / alone as f64;
-    eprintln!(
-        "8 ms, 10 s head start: bfq {:.0} ms ({ex:.2} x alone)",
-        ms(e_loaded)
-    );
-    assert!(ex > 1.5, "bfq after 10 s {ex:.2} x alone");
-}
-
-/// rust-bfq hands a completion to the policy at once only while requests
-/// are queued, and otherwise at the next insertion or dispatch, with the
-/// time it happened (`TimedLog`). That must change no decision: every
-/// scenario gives the same figures, to the byte and the nanosecond, with
-/// completions handed over at once and deferred as in the module.
-#[test]
-fn deferred_completions_change_nothing() {
-    fn both<T: PartialEq + std::fmt::Debug>(what: &str, run: impl Fn() -> T) {
-        DEFER_COMPLETIONS.set(false);
-        let at_once = run();
-        DEFER_COMPLETIONS.set(true);
-        DEFERRED.set(0);
-        let deferred = run();
-        let n = DEFERRED.get();
-        eprintln!("{what}: {deferred:?}, {n} completions deferred");
-        assert_eq!(at_once, deferred, "{what}");
-        assert!(n > 0, "{what}: no completion was deferred");
-    }
-    both("fairness", || fairness_run(100_000));
-    both("randread", || {
-        let (reqs, occ, withheld) = randread_run(1_000_000, 5_000, false);
-        (reqs, occ.to_bits(), withheld.to_bits())
-    });
-    both("startup, 2 ms device", || startup_both(NULLB_SLOW));
-    both("startup, 8 ms device", || {
-        startup_both(StartupDevice {
-            service: 8 * MS,
-            head_start: 26 * SEC,
-        })
-    });
 }

@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! ironlift's host model: the policies the kernel modules run (the
+//! `ironlift-policy` crate, the same source), against device models, in a
+//! deterministic discrete-event simulation of blk-mq around them.
+//!
+//! - [`device`]: null_blk with a fixed completion time, NVMe, SATA SSD and
+//!   eMMC flash, and a hard disk with seeks and rotation.
+//! - [`sim`]: scheduler tags, the device's depth, back merges, the dispatch
+//!   list and restart, the idle timer, rust-bfq's deferred completions;
+//!   fio-like readers and an application reading files one at a time.
+//! - [`fifo`]: `none`, for the baseline.
+//! - [`scenario`]: a scheduler by name, fio-like jobs, the startup suite.
+//!
+//! `cargo run -p ironlift-host-model --example compare --release` prints
+//! what each scheduler gives on each device.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod device;
+pub mod fifo;
+pub mod scenario;
+pub mod sim;

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Ready-made runs: a scheduler by name, fio-like jobs, the startup
+//! suite's readers, and what a run gives.
+
+use crate::device::Device;
+use crate::fifo::Fifo;
+use crate::sim::{bfq, deadline, Machine, Reader, Sim, SimPolicy, SEC};
+use ironlift_policy::Nanos;
+
+/// A scheduler the simulation can run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scheduler {
+    /// No scheduler ([`Fifo`]).
+    None,
+    /// rust-deadline's policy.
+    Deadline,
+    /// rust-bfq's policy, with its deferred completions.
+    Bfq,
+}
+
+impl Scheduler {
+    /// All of them, in report order.
+    pub const ALL: [Scheduler; 3] = [Scheduler::None, Scheduler::Deadline, Scheduler::Bfq];
+}
+
+/// What a run gives.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    /// Bytes each reader completed inside the window, in the readers' order.
+    pub bytes: Vec<u64>,
+    /// The last reader's start-up time, if it is an application that
+    /// finished.
+    pub app: Option<Nanos>,
+}
+
+impl Outcome {
+    /// All readers' bytes over `window`, in MB/s.
+    pub fn mb_s(&self, window: (Nanos, Nanos)) -> f64 {
+        let secs = (window.1 - window.0) as f64 / 1e9;
+        self.bytes.iter().sum::<u64>() as f64 / secs / 1e6
+    }
+}
+
+/// Runs `readers` on `dev` under `s` up to `until`, measuring over
+/// `window`.
+pub fn run(
+    m: Machine,
+    dev: Box<dyn Device>,
+    s: Scheduler,
+    readers: &[Reader],
+    window: (Nanos, Nanos),
+    until: Nanos,
+) -> Outcome {
+    fn go<P: SimPolicy>(mut sim: Sim<P>, until: Nanos) -> Outcome {
+        sim.run(until);
+        let app = sim
+            .readers
+            .last()
+            .and_then(|r| r.done_at.map(|t| t - r.cfg.start_at));
+        Outcome {
+            bytes: sim.readers.iter().map(|r| r.bytes).collect(),
+            app,
+        }
+    }
+    match s {
+        Scheduler::None => go(
+            Sim::new(m, dev, Fifo::default(), readers, window, false),
+            until,
+        ),
+        Scheduler::Deadline => {
+            let p = deadline(&m);
+            go(Sim::new(m, dev, p, readers, window, false), until)
+        }
+        Scheduler::Bfq => {
+            let p = bfq(&m, dev.as_ref(), readers.len());
+            go(Sim::new(m, dev, p, readers, window, true), until)
+        }
+    }
+}
+
+/// An fio job: reads of `bs` sectors from `start`, `iodepth` in flight,
+/// random over `random_blocks` blocks (0: sequential), 5 µs to submit.
+pub fn fio(start: u64, bs: u32, iodepth: u32, random_blocks: u64) -> Reader {
+    Reader {
+        level: 4,
+        start,
+        bs,
+        iodepth,
+        submit_cost: 5_000,
+        random_blocks,
+        count: 0,
+        start_at: 0,
+    }
+}
+
+/// The startup suite: 4 greedy sequential readers (64 KiB, iodepth 2) and
+/// an application that starts after they have run for `head_start`,
+/// reading 170 small files one at a time with 3.6 ms of CPU between them.
+/// Returns the loaded readers (the application last) and the application
+/// alone, starting at 0.
+pub fn startup(head_start: Nanos) -> (Vec<Reader>, Reader) {
+    let app = Reader {
+        level: 4,
+        start: 1 << 20,
+        bs: 8,
+        iodepth: 1,
+        submit_cost: 3_600_000,
+        random_blocks: 0,
+        count: 170,
+        start_at: head_start,
+    };
+    let greedy = |start| Reader {
+        submit_cost: 20_000,
+        ..fio(start, 128, 2, 0)
+    };
+    let loaded = vec![
+        greedy(1 << 22),
+        greedy(1 << 23),
+        greedy(1 << 24),
+        greedy(1 << 25),
+        app,
+    ];
+    (loaded, Reader { start_at: 0, ..app })
+}
+
+/// The application's start-up time on a fresh `dev()` under `s`, with the
+/// readers of [`startup`] and alone (then with no scheduler): (loaded,
+/// alone); `None` if it did not finish within two minutes.
+pub fn startup_times(
+    m: Machine,
+    dev: impl Fn() -> Box<dyn Device>,
+    s: Scheduler,
+    head_start: Nanos,
+) -> (Option<Nanos>, Option<Nanos>) {
+    let (loaded, alone) = startup(head_start);
+    let l = run(m, dev(), s, &loaded, (0, 0), head_start + 120 * SEC).app;
+    let a = run(m, dev(), Scheduler::None, &[alone], (0, 0), 120 * SEC).app;
+    (l, a)
+}

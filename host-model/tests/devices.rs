@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The policies on the device models other than null_blk: what the
+//! benchmarks that ironlift grew from show, in simulated time.
+
+use ironlift_host_model::device::{Device, Flash, Hdd};
+use ironlift_host_model::scenario::{fio, run, startup_times, Scheduler};
+use ironlift_host_model::sim::{Machine, MS, SEC};
+use ironlift_policy::Nanos;
+
+const M: Machine = Machine {
+    sched_tags: 64,
+    max_sectors: 255,
+    run_cost: 2_000,
+};
+
+fn hdd() -> Box<dyn Device> {
+    Box::new(Hdd::disk_7200())
+}
+
+fn nvme() -> Box<dyn Device> {
+    Box::new(Flash::nvme())
+}
+
+#[test]
+fn hdd_two_sequential_readers_bfq_keeps_the_head_on_one() {
+    // Two fio jobs reading sequentially, far apart, 128 KiB in flight each.
+    // Served request by request (none, deadline) the head seeks between
+    // them all the time; BFQ idles for the queue in service and serves it
+    // for its budget. Weight raising (both start as interactive, for about
+    // 6 s here) lets BFQ inject the other queue's requests meanwhile, so
+    // the window starts after it.
+    let readers = [fio(0, 8, 32, 0), fio(1 << 30, 8, 32, 0)];
+    let window = (10 * SEC, 20 * SEC);
+    let got = |s| run(M, hdd(), s, &readers, window, window.1);
+    let (n, d, b) = (
+        got(Scheduler::None),
+        got(Scheduler::Deadline),
+        got(Scheduler::Bfq),
+    );
+    let (nm, dm, bm) = (n.mb_s(window), d.mb_s(window), b.mb_s(window));
+    let split = b.bytes[0] as f64 / b.bytes[1].max(1) as f64;
+    eprintln!(
+        "hdd seqread x2: none {nm:.1} MB/s, deadline {dm:.1}, bfq {bm:.1} (split {split:.2})"
+    );
+    assert!(bm > 10.0 * dm, "bfq {bm:.1} MB/s, deadline {dm:.1}");
+    assert!(bm > 100.0, "bfq {bm:.1} MB/s: a sequential disk gives 150");
+    assert!((0.8..=1.25).contains(&split), "bfq's split {split:.2}");
+}
+
+#[test]
+fn hdd_startup_under_sequential_readers() {
+    // The startup suite's scenario on the disk.
+    let time = |s| startup_times(M, hdd, s, 10 * SEC);
+    let ((d, alone), (b, _)) = (time(Scheduler::Deadline), time(Scheduler::Bfq));
+    let (d, b, alone) = (
+        d.expect("finished under deadline"),
+        b.expect("finished under bfq"),
+        alone.expect("finished alone"),
+    );
+    let ms = |t: Nanos| t as f64 / MS as f64;
+    eprintln!(
+        "hdd start-up: alone {:.0} ms, deadline {:.0} ms, bfq {:.0} ms ({:.2} x deadline)",
+        ms(alone),
+        ms(d),
+        ms(b),
+        b as f64 / d as f64
+    );
+    assert!(
+        b * 10 < d * 3,
+        "bfq {:.0} ms, deadline {:.0} ms",
+        ms(b),
+        ms(d)
+    );
+    assert!(
+        b < alone * 3 / 2,
+        "bfq {:.0} ms, alone {:.0} ms",
+        ms(b),
+        ms(alone)
+    );
+}
+
+#[test]
+fn nvme_random_reads_every_scheduler_fills_the_device() {
+    // Seeky queues on a queueing flash device: BFQ neither idles nor holds
+    // requests back, so it gives what none gives.
+    let readers = [fio(0, 8, 32, 1 << 20), fio(1 << 30, 8, 32, 1 << 20)];
+    let window = (100 * MS, 400 * MS);
+    let got = |s| run(M, nvme(), s, &readers, window, window.1).mb_s(window);
+    let (n, d, b) = (
+        got(Scheduler::None),
+        got(Scheduler::Deadline),
+        got(Scheduler::Bfq),
+    );
+    eprintln!("nvme randread x2: none {n:.1} MB/s, deadline {d:.1}, bfq {b:.1}");
+    assert!(n > 1000.0, "none {n:.1} MB/s");
+    assert!(
+        b > 0.99 * n && d > 0.99 * n,
+        "none {n:.1}, deadline {d:.1}, bfq {b:.1}"
+    );
+}

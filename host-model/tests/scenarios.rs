@@ -1,0 +1,314 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Whole scenarios of the in-guest tests and benchmarks, run against the
+//! BFQ-like policy (and, for the start-up, the deadline one) on null_blk
+//! models, with the figures the guest measured. One test checks that
+//! handing completions over at once instead of deferring them as rust-bfq
+//! does gives the same figures.
+
+use ironlift_host_model::device::{Device, Fixed};
+use ironlift_host_model::scenario::startup;
+use ironlift_host_model::sim::{bfq, deadline, Machine, Reader, Sim, SimPolicy, MS, SEC};
+use ironlift_policy::{Nanos, Policy};
+use std::cell::Cell;
+
+thread_local! {
+    /// Whether the simulations of this thread hand completions to the
+    /// policy as rust-bfq does (a `TimedLog`: at once only while requests
+    /// are queued, else at the next insertion or dispatch) rather than at
+    /// once, every time.
+    static DEFER_COMPLETIONS: Cell<bool> = const { Cell::new(true) };
+    /// How many completions were deferred in this thread.
+    static DEFERRED: Cell<u64> = const { Cell::new(0) };
+}
+
+/// A simulation as the thread's tests set it up.
+fn sim<P: SimPolicy>(
+    m: Machine,
+    dev: &Fixed,
+    b: P,
+    readers: &[Reader],
+    window: (Nanos, Nanos),
+) -> Sim<P> {
+    Sim::new(
+        m,
+        Box::new(dev.clone()),
+        b,
+        readers,
+        window,
+        DEFER_COMPLETIONS.get(),
+    )
+}
+
+/// Runs `s` to `until`, counting its deferred completions.
+fn run<P: SimPolicy>(s: &mut Sim<P>, until: Nanos) {
+    s.run(until);
+    DEFERRED.set(DEFERRED.get() + s.deferred);
+}
+
+/// The in-guest fairness test: two fio readers (16 KiB, libaio iodepth 8)
+/// under `ionice -c2 -n0` and `-n4` on null_blk with a 2 ms completion
+/// delay and depth 2; bytes over 20 s after a 5 s ramp. Without
+/// `set_device_depth` this gives 1:15 (the guest measured 1:12): the
+/// requests parked on the dispatch list make `hw_tag` say "queueing".
+/// Simulated throughput is 16 MB/s, the guest's 14 to 15.
+fn fairness_run(submit_cost: Nanos) -> (u64, u64) {
+    let m = Machine {
+        sched_tags: 4,
+        max_sectors: 255,
+        run_cost: 30_000,
+    };
+    let dev = Fixed {
+        service: 2 * MS,
+        depth: 2,
+    };
+    let reader = |level, start| Reader {
+        level,
+        start,
+        bs: 32,
+        iodepth: 8,
+        submit_cost,
+        random_blocks: 0,
+        count: 0,
+        start_at: 0,
+    };
+    let readers = [reader(0, 1 << 30), reader(4, 0)];
+    let mut s = sim(
+        m,
+        &dev,
+        bfq(&m, &dev, readers.len()),
+        &readers,
+        (5 * SEC, 25 * SEC),
+    );
+    run(&mut s, 25 * SEC);
+    (s.readers[0].bytes, s.readers[1].bytes)
+}
+
+#[test]
+fn weights_1_to_2_give_bytes_1_to_2() {
+    for cost in [20_000, 100_000, 400_000] {
+        let (hi, lo) = fairness_run(cost);
+        let ratio = hi as f64 / lo.max(1) as f64;
+        eprintln!(
+            "submit cost {cost} ns: level 0 {:.1} MB, level 4 {:.1} MB: ratio {ratio:.3}",
+            hi as f64 / 1e6,
+            lo as f64 / 1e6
+        );
+        assert!((1.7..=2.3).contains(&ratio), "ratio {ratio:.3}");
+    }
+}
+
+/// The overhead benchmark's workload: two fio jobs of 4 KiB random reads,
+/// iodepth 32 each, on a fast null_blk (depth 64, twice that in scheduler
+/// tags). Returns requests completed in the window, mean device occupancy,
+/// and mean free device slots while the scheduler held requests.
+fn randread_run(service: Nanos, submit_cost: Nanos, strict: bool) -> (u64, f64, f64) {
+    let m = Machine {
+        sched_tags: 128,
+        max_sectors: 255,
+        run_cost: 2_000,
+    };
+    let dev = Fixed { service, depth: 64 };
+    let reader = |start| Reader {
+        level: 4,
+        start,
+        bs: 8,
+        iodepth: 32,
+        submit_cost,
+        random_blocks: 1 << 18,
+        count: 0,
+        start_at: 0,
+    };
+    let readers = [reader(0), reader(1 << 30)];
+    let window = (SEC, 2 * SEC);
+    let mut s = sim(m, &dev, bfq(&m, &dev, readers.len()), &readers, window);
+    if strict {
+        s.b.set_tunable("strict_guarantees", "1").unwrap();
+    }
+    run(&mut s, window.1);
+    let span = (window.1 - window.0) as f64;
+    let reqs = s.readers.iter().map(|r| r.bytes / 4096).sum();
+    (reqs, s.occupancy as f64 / span, s.withheld as f64 / span)
+}
+
+#[test]
+fn randread_keeps_the_device_busy() {
+    // Two symmetric random readers: nothing to idle for (seeky queues on a
+    // queueing device, equal weights), so the policy must fill the device
+    // whenever it holds requests. In the guest rust-bfq gets fewer IOPS
+    // than C bfq here; this shows it is not the policy holding requests back.
+    let (reqs, occ, withheld) = randread_run(1_000_000, 5_000, false);
+    eprintln!("{reqs} requests, device occupancy {occ:.1}, free slots while holding {withheld:.3}");
+    assert!(withheld < 0.1, "free slots while holding {withheld:.3}");
+    assert!(occ > 60.0, "occupancy {occ:.1}");
+    // The measure sees idling: with strict guarantees the policy idles.
+    let (_, _, withheld) = randread_run(1_000_000, 5_000, true);
+    assert!(
+        withheld > 1.0,
+        "strict: free slots while holding {withheld:.3}"
+    );
+}
+
+/// The device under the startup suite (null_blk, depth 2, a timer
+/// completion `service` after dispatch) and the readers' head start.
+#[derive(Clone, Copy, Debug)]
+struct StartupDevice {
+    service: Nanos,
+    head_start: Nanos,
+}
+
+/// nullb-slow with the head start of sessions 4 and 5.
+const NULLB_SLOW: StartupDevice = StartupDevice {
+    service: 2 * MS,
+    head_start: 10 * SEC,
+};
+
+/// The startup suite ([`startup`]: an application reading 170 files one
+/// at a time, [`APP_THINK`] of CPU between them, while 4 greedy sequential
+/// readers have run for a head start; and the same application alone) on
+/// `dev`. Returns (loaded, alone) start-up times.
+fn startup_run<P: SimPolicy>(
+    make: impl Fn(&Machine, &dyn Device, usize) -> P,
+    dev: StartupDevice,
+) -> (Nanos, Nanos) {
+    let m = Machine {
+        sched_tags: 64,
+        max_sectors: 255,
+        run_cost: 30_000,
+    };
+    let blk = Fixed {
+        service: dev.service,
+        depth: 2,
+    };
+    let (loaded, alone) = startup(dev.head_start);
+    assert_eq!(alone.submit_cost, APP_THINK);
+    let time = |readers: &[Reader], start_at| {
+        let mut s = sim(m, &blk, make(&m, &blk, readers.len()), readers, (0, 0));
+        let app = readers.len() - 1;
+        run(&mut s, start_at + 60 * SEC);
+        s.readers[app].done_at.expect("the application finished") - start_at
+    };
+    (time(&loaded, dev.head_start), time(&[alone], 0))
+}
+
+/// The application's CPU time between reads (tar, cat and ext4 under
+/// TCG): it makes the simulated alone time on nullb-slow the guest's.
+const APP_THINK: Nanos = 3_600_000;
+
+/// The startup suite on `dev` under the BFQ and the deadline policy:
+/// (bfq, deadline, alone) start-up times.
+fn startup_both(dev: StartupDevice) -> (Nanos, Nanos, Nanos) {
+    let (b_loaded, b_alone) = startup_run(bfq, dev);
+    let (d_loaded, d_alone) = startup_run(|m, _, _| deadline(m), dev);
+    assert_eq!(b_alone, d_alone, "alone, the policy does not matter");
+    (b_loaded, d_loaded, b_alone)
+}
+
+fn ms(t: Nanos) -> f64 {
+    t as f64 / 1e6
+}
+
+#[test]
+fn startup_under_readers_bfq_near_alone_deadline_not() {
+    // The guest's startup suite (session 5): alone 0.96 s; loaded, rust-bfq
+    // 1.01 x alone, mq-deadline 2.74 x, rust-deadline 2.89 x.
+    let (b_loaded, d_loaded, alone) = startup_both(NULLB_SLOW);
+    let (bx, dx) = (
+        b_loaded as f64 / alone as f64,
+        d_loaded as f64 / alone as f64,
+    );
+    eprintln!(
+        "alone {:.0} ms; loaded: bfq {:.0} ms ({bx:.2} x alone), deadline {:.0} ms ({dx:.2} x alone)",
+        ms(alone),
+        ms(b_loaded),
+        ms(d_loaded)
+    );
+    assert!(bx < 1.15, "bfq {bx:.2} x alone");
+    assert!(dx > 1.8, "deadline {dx:.2} x alone");
+    // Idling for the application is what brings it to the floor: without
+    // it (weight raising alone) each of its reads waits for the readers'
+    // requests in the device (1.43 x alone).
+    let no_idle = |m: &Machine, d: &dyn Device, n| {
+        let mut b = bfq(m, d, n);
+        b.set_tunable("slice_idle", "0").unwrap();
+        b
+    };
+    let (n_loaded, _) = startup_run(no_idle, NULLB_SLOW);
+    let nx = n_loaded as f64 / alone as f64;
+    eprintln!(
+        "bfq with slice_idle 0: {:.0} ms ({nx:.2} x alone)",
+        ms(n_loaded)
+    );
+    assert!(nx > 1.3, "bfq without idling {nx:.2} x alone");
+}
+
+#[test]
+fn startup_on_8ms_device_after_weight_raising() {
+    // The startup suite's device since session 6: 8 ms per request, where
+    // the application's I/O, not its CPU time, makes most of its start-up.
+    // The think time is the 2 ms device's (the same CPU work).
+    let past = StartupDevice {
+        service: 8 * MS,
+        head_start: 26 * SEC,
+    };
+    let (b_loaded, d_loaded, alone) = startup_both(past);
+    let (bx, floor) = (
+        b_loaded as f64 / d_loaded as f64,
+        alone as f64 / d_loaded as f64,
+    );
+    eprintln!(
+        "8 ms, 26 s head start: alone {:.0} ms; bfq {:.0} ms, deadline {:.0} ms: \
+         bfq {bx:.3} x deadline (floor {floor:.3})",
+        ms(alone),
+        ms(b_loaded),
+        ms(d_loaded)
+    );
+    assert!(b_loaded < alone * 115 / 100, "bfq {:.0} ms", ms(b_loaded));
+    assert!(bx < 0.3, "bfq {bx:.3} x deadline");
+    // With the 10 s head start of the 2 ms device the readers' own weight
+    // raising has not ended (on a slower device BFQ raises for longer, up
+    // to 25 s) and they share the drive with the application as equals.
+    let early = StartupDevice {
+        head_start: 10 * SEC,
+        ..past
+    };
+    let (e_loaded, _) = startup_run(bfq, early);
+    let ex = e_loaded as f64 / alone as f64;
+    eprintln!(
+        "8 ms, 10 s head start: bfq {:.0} ms ({ex:.2} x alone)",
+        ms(e_loaded)
+    );
+    assert!(ex > 1.5, "bfq after 10 s {ex:.2} x alone");
+}
+
+/// rust-bfq hands a completion to the policy at once only while requests
+/// are queued, and otherwise at the next insertion or dispatch, with the
+/// time it happened (`TimedLog`). That must change no decision: every
+/// scenario gives the same figures, to the byte and the nanosecond, with
+/// completions handed over at once and deferred as in the module.
+#[test]
+fn deferred_completions_change_nothing() {
+    fn both<T: PartialEq + std::fmt::Debug>(what: &str, run: impl Fn() -> T) {
+        DEFER_COMPLETIONS.set(false);
+        let at_once = run();
+        DEFER_COMPLETIONS.set(true);
+        DEFERRED.set(0);
+        let deferred = run();
+        let n = DEFERRED.get();
+        eprintln!("{what}: {deferred:?}, {n} completions deferred");
+        assert_eq!(at_once, deferred, "{what}");
+        assert!(n > 0, "{what}: no completion was deferred");
+    }
+    both("fairness", || fairness_run(100_000));
+    both("randread", || {
+        let (reqs, occ, withheld) = randread_run(1_000_000, 5_000, false);
+        (reqs, occ.to_bits(), withheld.to_bits())
+    });
+    both("startup, 2 ms device", || startup_both(NULLB_SLOW));
+    both("startup, 8 ms device", || {
+        startup_both(StartupDevice {
+            service: 8 * MS,
+            head_start: 26 * SEC,
+        })
+    });
+}
