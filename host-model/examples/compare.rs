@@ -12,7 +12,7 @@
 //! ```
 
 use ironlift_host_model::device::{Device, Fixed, Flash, Hdd};
-use ironlift_host_model::scenario::{fio, run, startup_times, Scheduler};
+use ironlift_host_model::scenario::{alone_time, fio, run, startup_time, Scheduler};
 use ironlift_host_model::sim::{Machine, MS, SEC};
 
 type MakeDevice = fn() -> Box<dyn Device>;
@@ -83,18 +83,18 @@ fn main() {
     let ms = |t: Option<u64>| t.map_or("-".to_string(), |t| format!("{:.0}", t as f64 / 1e6));
     for dev in DEVICES {
         let m = machine(dev().as_ref());
-        let t = Scheduler::ALL.map(|s| startup_times(m, dev, s, 10 * SEC));
-        let ratio = match (t[2].0, t[1].0) {
+        let t = Scheduler::ALL.map(|s| startup_time(m, dev(), s, 10 * SEC));
+        let ratio = match (t[2], t[1]) {
             (Some(b), Some(d)) => format!("{:.2}", b as f64 / d as f64),
             _ => "-".into(),
         };
         println!(
             "| {} | {} | {} | {} | {} | {ratio} |",
             dev().name(),
-            ms(t[0].1),
-            ms(t[0].0),
-            ms(t[1].0),
-            ms(t[2].0),
+            ms(alone_time(m, dev())),
+            ms(t[0]),
+            ms(t[1]),
+            ms(t[2]),
         );
     }
 }

@@ -21,10 +21,9 @@ pub trait Device {
     /// Whether the block layer would call it rotational (the policy's
     /// `set_nonrotational`).
     fn rotational(&self) -> bool;
-    /// A request of `sectors` at `sector` starts at `now`, with `busy`
-    /// other requests on the device: when it completes. Called in the order
-    /// requests start.
-    fn start(&mut self, now: Nanos, sector: Sector, sectors: u32, op: Op, busy: usize) -> Nanos;
+    /// A request of `sectors` at `sector` starts at `now`: when it
+    /// completes. Called in the order requests start.
+    fn start(&mut self, now: Nanos, sector: Sector, sectors: u32, op: Op) -> Nanos;
     /// A name for reports.
     fn name(&self) -> String;
 }
@@ -46,7 +45,7 @@ impl Device for Fixed {
     fn rotational(&self) -> bool {
         false
     }
-    fn start(&mut self, now: Nanos, _: Sector, _: u32, _: Op, _: usize) -> Nanos {
+    fn start(&mut self, now: Nanos, _: Sector, _: u32, _: Op) -> Nanos {
         now + self.service
     }
     fn name(&self) -> String {
@@ -126,7 +125,7 @@ impl Device for Flash {
     fn rotational(&self) -> bool {
         false
     }
-    fn start(&mut self, now: Nanos, _: Sector, sectors: u32, op: Op, _: usize) -> Nanos {
+    fn start(&mut self, now: Nanos, _: Sector, sectors: u32, op: Op) -> Nanos {
         let (latency, per) = match op {
             Op::Read => (self.read_latency, self.read_sector),
             _ => (self.write_latency, self.write_sector),
@@ -137,7 +136,7 @@ impl Device for Flash {
             .iter()
             .copied()
             .enumerate()
-            .min_by_key(|&(i, t)| (t, i))
+            .min_by_key(|&(_, t)| t)
             .expect("at least one unit");
         let ready = now.max(free) + latency;
         let done = ready.max(self.channel) + per * u64::from(sectors);
@@ -207,7 +206,7 @@ impl Device for Hdd {
     fn rotational(&self) -> bool {
         true
     }
-    fn start(&mut self, now: Nanos, sector: Sector, sectors: u32, _: Op, _: usize) -> Nanos {
+    fn start(&mut self, now: Nanos, sector: Sector, sectors: u32, _: Op) -> Nanos {
         let transfer = self.per_sector * u64::from(sectors);
         let at = if sector == self.head {
             now
@@ -240,7 +239,7 @@ mod tests {
     ) -> f64 {
         let mut now = 0;
         for i in 0..n {
-            now = d.start(now, pos(i), sectors, Op::Read, 0);
+            now = d.start(now, pos(i), sectors, Op::Read);
         }
         (n * u64::from(sectors) * SECTOR_BYTES) as f64 / (now as f64 / 1e9) / 1e6
     }
@@ -251,8 +250,8 @@ mod tests {
             service: 2_000_000,
             depth: 2,
         };
-        assert_eq!(d.start(5, 0, 8, Op::Read, 0), 2_000_005);
-        assert_eq!(d.start(5, 1 << 30, 255, Op::Write, 1), 2_000_005);
+        assert_eq!(d.start(5, 0, 8, Op::Read), 2_000_005);
+        assert_eq!(d.start(5, 1 << 30, 255, Op::Write), 2_000_005);
     }
 
     #[test]
@@ -284,18 +283,18 @@ mod tests {
     fn flash_overlaps_latency_up_to_its_parallelism() {
         // One at a time: latency + transfer each.
         let mut d = Flash::nvme();
-        let one = d.start(0, 0, 8, Op::Read, 0);
+        let one = d.start(0, 0, 8, Op::Read);
         assert_eq!(one, 80_000 + 8 * d.read_sector);
         // 32 started together overlap their latencies; the 33rd waits for
         // a unit.
         let mut d = Flash::nvme();
-        let ends: Vec<_> = (0..33).map(|i| d.start(0, i * 8, 8, Op::Read, 0)).collect();
+        let ends: Vec<_> = (0..33).map(|i| d.start(0, i * 8, 8, Op::Read)).collect();
         assert!(ends[31] < 2 * 80_000, "{ends:?}");
         assert!(ends[32] > 2 * 80_000, "{ends:?}");
         // eMMC: one at a time, writes slower than reads.
         let mut e = Flash::emmc();
-        let r = e.start(0, 0, 8, Op::Read, 0);
-        let w = e.start(r, 8, 8, Op::Write, 0) - r;
+        let r = e.start(0, 0, 8, Op::Read);
+        let w = e.start(r, 8, 8, Op::Write) - r;
         assert!(w > 3 * r, "read {r} write {w}");
     }
 
@@ -304,7 +303,7 @@ mod tests {
         // Many 1 MiB reads at once on the SATA SSD: the channel's 530 MB/s.
         let mut d = Flash::sata_ssd();
         let end = (0..64)
-            .map(|i| d.start(0, i * 2048, 2048, Op::Read, 0))
+            .map(|i| d.start(0, i * 2048, 2048, Op::Read))
             .max()
             .unwrap();
         let mb_s = (64 * 2048 * SECTOR_BYTES) as f64 / (end as f64 / 1e9) / 1e6;

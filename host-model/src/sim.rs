@@ -302,10 +302,9 @@ impl<P: SimPolicy> Sim<P> {
         let to = t.min(self.window.1);
         if to > from {
             let dt = u128::from(to - from);
-            let busy = self.busy;
-            self.occupancy += dt * busy as u128;
+            self.occupancy += dt * self.busy as u128;
             if self.b.has_work() {
-                self.withheld += dt * (self.device.len() - busy) as u128;
+                self.withheld += dt * (self.device.len() - self.busy) as u128;
             }
         }
         self.last_sample = t;
@@ -482,12 +481,9 @@ impl<P: SimPolicy> Sim<P> {
             return false;
         };
         self.device[slot] = Some(t);
-        let busy = self.busy;
         self.busy += 1;
         let q = self.reqs[t].as_ref().expect("a started request exists");
-        let done = self
-            .dev
-            .start(self.now, q.sector, q.sectors, Op::Read, busy);
+        let done = self.dev.start(self.now, q.sector, q.sectors, Op::Read);
         self.at(done, Ev::Complete(slot));
         true
     }

@@ -4,7 +4,7 @@
 //! benchmarks that ironlift grew from show, in simulated time.
 
 use ironlift_host_model::device::{Device, Flash, Hdd};
-use ironlift_host_model::scenario::{fio, run, startup_times, Scheduler};
+use ironlift_host_model::scenario::{alone_time, fio, run, startup_time, Scheduler};
 use ironlift_host_model::sim::{Machine, MS, SEC};
 use ironlift_policy::Nanos;
 
@@ -51,13 +51,10 @@ fn hdd_two_sequential_readers_bfq_keeps_the_head_on_one() {
 #[test]
 fn hdd_startup_under_sequential_readers() {
     // The startup suite's scenario on the disk.
-    let time = |s| startup_times(M, hdd, s, 10 * SEC);
-    let ((d, alone), (b, _)) = (time(Scheduler::Deadline), time(Scheduler::Bfq));
-    let (d, b, alone) = (
-        d.expect("finished under deadline"),
-        b.expect("finished under bfq"),
-        alone.expect("finished alone"),
-    );
+    let time = |s| startup_time(M, hdd(), s, 10 * SEC);
+    let d = time(Scheduler::Deadline).expect("finished under deadline");
+    let b = time(Scheduler::Bfq).expect("finished under bfq");
+    let alone = alone_time(M, hdd()).expect("finished alone");
     let ms = |t: Nanos| t as f64 / MS as f64;
     eprintln!(
         "hdd start-up: alone {:.0} ms, deadline {:.0} ms, bfq {:.0} ms ({:.2} x deadline)",
