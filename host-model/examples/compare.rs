@@ -18,12 +18,7 @@ use ironlift_host_model::sim::{Machine, MS, SEC};
 type MakeDevice = fn() -> Box<dyn Device>;
 
 const DEVICES: [MakeDevice; 5] = [
-    || {
-        Box::new(Fixed {
-            service: 2 * MS,
-            depth: 2,
-        })
-    },
+    || Box::new(Fixed::jittered(2 * MS, 2, 20_000)),
     || Box::new(Flash::nvme()),
     || Box::new(Flash::sata_ssd()),
     || Box::new(Flash::emmc()),
@@ -53,22 +48,27 @@ fn main() {
     ] {
         println!("### {name}\n");
         println!(
-            "| device | none MB/s | deadline MB/s | bfq MB/s | bfq / none | bfq: job 1 / job 2 |"
+            "| device | none MB/s | deadline MB/s | bfq MB/s | bfq / none | bfq: job 1 / job 2 \
+             | KiB per request: none / deadline / bfq |"
         );
-        println!("|---|---:|---:|---:|---:|---:|");
+        println!("|---|---:|---:|---:|---:|---:|---:|");
         for dev in DEVICES {
             let m = machine(dev().as_ref());
             let out = Scheduler::ALL.map(|s| run(m, dev(), s, &readers, window, window.1));
             let mb = out.clone().map(|o| o.mb_s(window));
             let b = &out[2].bytes;
+            let kib = out.clone().map(|o| o.kib_per_request());
             println!(
-                "| {} | {:.1} | {:.1} | {:.1} | {:.2} | {:.2} |",
+                "| {} | {:.1} | {:.1} | {:.1} | {:.2} | {:.2} | {:.1} / {:.1} / {:.1} |",
                 dev().name(),
                 mb[0],
                 mb[1],
                 mb[2],
                 mb[2] / mb[0].max(1e-9),
-                b[0] as f64 / b[1].max(1) as f64
+                b[0] as f64 / b[1].max(1) as f64,
+                kib[0],
+                kib[1],
+                kib[2]
             );
         }
         println!();

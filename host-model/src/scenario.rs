@@ -32,6 +32,9 @@ pub struct Outcome {
     /// The last reader's start-up time, if it is an application that
     /// finished.
     pub app: Option<Nanos>,
+    /// Requests completed inside the window (fewer than bios when the
+    /// block layer merged them).
+    pub requests: u64,
 }
 
 impl Outcome {
@@ -39,6 +42,11 @@ impl Outcome {
     pub fn mb_s(&self, window: (Nanos, Nanos)) -> f64 {
         let secs = (window.1 - window.0) as f64 / 1e9;
         self.bytes.iter().sum::<u64>() as f64 / secs / 1e6
+    }
+
+    /// The mean request size inside the window, in KiB.
+    pub fn kib_per_request(&self) -> f64 {
+        self.bytes.iter().sum::<u64>() as f64 / 1024.0 / self.requests.max(1) as f64
     }
 }
 
@@ -61,6 +69,7 @@ pub fn run(
         Outcome {
             bytes: sim.readers.iter().map(|r| r.bytes).collect(),
             app,
+            requests: sim.requests,
         }
     }
     match s {

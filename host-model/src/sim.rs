@@ -200,6 +200,8 @@ pub struct Sim<P> {
     drain_batch: DrainBatch,
     /// Completions that were deferred (did not take the lock).
     pub deferred: u64,
+    /// Requests completed inside the measured window.
+    pub requests: u64,
 }
 
 /// rust-bfq's policy as its init_sched sets it up for `dev`, with a
@@ -275,6 +277,7 @@ impl<P: SimPolicy> Sim<P> {
             last_sample: 0,
             drain_batch: DrainBatch::default(),
             deferred: 0,
+            requests: 0,
             defer: defer.then(|| {
                 TimedLog::new(
                     (0..words_for(m.sched_tags))
@@ -541,6 +544,7 @@ impl<P: SimPolicy> Sim<P> {
         let rs = &mut self.readers[q.reader];
         if self.now > self.window.0 && self.now <= self.window.1 {
             rs.bytes += q.sectors as u64 * 512;
+            self.requests += 1;
         }
         if rs.cfg.count != 0 && rs.submitted >= rs.cfg.count {
             rs.done_at = Some(self.now);
