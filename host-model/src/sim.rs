@@ -139,6 +139,9 @@ pub struct ReaderState {
     to_submit: u32,
     submit_pending: bool,
     blocked_on_tag: bool,
+    /// The bio was chosen before the reader slept for a tag: the retry
+    /// sends that one, not a new one.
+    bio_ready: bool,
     /// Bytes completed inside the measured window.
     pub bytes: u64,
     /// State of the random offset generator.
@@ -264,6 +267,7 @@ impl<P: SimPolicy> Sim<P> {
                     to_submit: cfg.iodepth,
                     submit_pending: false,
                     blocked_on_tag: false,
+                    bio_ready: false,
                     bytes: 0,
                     rng: cfg.start ^ 0x2545_f491_4f6c_dd1d,
                     submitted: 0,
@@ -365,7 +369,9 @@ impl<P: SimPolicy> Sim<P> {
     fn submit(&mut self, r: usize) {
         self.readers[r].submit_pending = false;
         let rs = &mut self.readers[r];
-        if rs.cfg.count != 0 {
+        if std::mem::take(&mut rs.bio_ready) {
+            // Woken with a tag free: the same bio tries again.
+        } else if rs.cfg.count != 0 {
             // The application's next file: a gap, then 4 to 64 KiB.
             rs.step_rng();
             let ln = ((rs.rng >> 33) % 1000) as f64 / 1000.0 * (16f64).ln();
@@ -417,6 +423,7 @@ impl<P: SimPolicy> Sim<P> {
             self.run_queue();
         } else {
             self.readers[r].blocked_on_tag = true;
+            self.readers[r].bio_ready = true;
             self.tag_waiters.push_back(r);
             return;
         }
@@ -562,10 +569,13 @@ impl<P: SimPolicy> Sim<P> {
             }
             self.publish();
         }
-        // The freed scheduler tag wakes a sleeper.
+        // The freed scheduler tag wakes a sleeper, which tries again at
+        // once: it sleeps inside its submission, its CPU work done.
         if let Some(w) = self.tag_waiters.pop_front() {
-            self.readers[w].blocked_on_tag = false;
-            self.schedule_submit(w);
+            let rs = &mut self.readers[w];
+            rs.blocked_on_tag = false;
+            rs.submit_pending = true;
+            self.at(self.now, Ev::Submit(w));
         }
         if std::mem::take(&mut self.restart) || run || !self.dispatch_list.is_empty() {
             self.run_queue();
