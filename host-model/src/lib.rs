@@ -22,3 +22,10 @@ pub mod device;
 pub mod fifo;
 pub mod scenario;
 pub mod sim;
+
+/// One step of the 64-bit LCG (Knuth's MMIX constants) behind the model's
+/// deterministic randomness; its high bits are the random ones.
+pub(crate) fn lcg_next(x: u64) -> u64 {
+    x.wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407)
+}

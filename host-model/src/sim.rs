@@ -156,10 +156,7 @@ impl ReaderState {
     /// Advances the offset generator (a 64-bit LCG); its high bits are
     /// the random ones.
     fn step_rng(&mut self) {
-        self.rng = self
-            .rng
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
+        self.rng = crate::lcg_next(self.rng);
     }
 }
 
@@ -323,11 +320,16 @@ impl<P: SimPolicy> Sim<P> {
     }
 
     fn schedule_submit(&mut self, r: usize) {
+        self.submit_in(r, self.readers[r].cfg.submit_cost);
+    }
+
+    /// Reader `r`'s next submission, `delay` from now, if it has one to
+    /// make and none is on its way.
+    fn submit_in(&mut self, r: usize, delay: Nanos) {
         let rs = &mut self.readers[r];
         if rs.to_submit > 0 && !rs.submit_pending && !rs.blocked_on_tag {
             rs.submit_pending = true;
-            let t = self.now + rs.cfg.submit_cost;
-            self.at(t, Ev::Submit(r));
+            self.at(self.now + delay, Ev::Submit(r));
         }
     }
 
@@ -572,10 +574,8 @@ impl<P: SimPolicy> Sim<P> {
         // The freed scheduler tag wakes a sleeper, which tries again at
         // once: it sleeps inside its submission, its CPU work done.
         if let Some(w) = self.tag_waiters.pop_front() {
-            let rs = &mut self.readers[w];
-            rs.blocked_on_tag = false;
-            rs.submit_pending = true;
-            self.at(self.now, Ev::Submit(w));
+            self.readers[w].blocked_on_tag = false;
+            self.submit_in(w, 0);
         }
         if std::mem::take(&mut self.restart) || run || !self.dispatch_list.is_empty() {
             self.run_queue();

@@ -46,6 +46,14 @@ fn run<P: SimPolicy>(s: &mut Sim<P>, until: Nanos) {
     DEFERRED.set(DEFERRED.get() + s.deferred);
 }
 
+/// The fairness test's device's queue: `nr_requests` 4 (twice its depth
+/// of 2), 127 KiB requests at most, a queue run's CPU cost.
+const FAIRNESS_MACHINE: Machine = Machine {
+    sched_tags: 4,
+    max_sectors: 255,
+    run_cost: 30_000,
+};
+
 /// The in-guest fairness test: two fio readers (16 KiB, libaio iodepth 8)
 /// under `ionice -c2 -n0` and `-n4` on null_blk with a 2 ms completion
 /// delay and depth 2; bytes over 20 s after a 5 s ramp. Without
@@ -53,11 +61,7 @@ fn run<P: SimPolicy>(s: &mut Sim<P>, until: Nanos) {
 /// requests parked on the dispatch list make `hw_tag` say "queueing".
 /// Simulated throughput is 16 MB/s, the guest's 14 to 15.
 fn fairness_run(submit_cost: Nanos) -> (u64, u64) {
-    let m = Machine {
-        sched_tags: 4,
-        max_sectors: 255,
-        run_cost: 30_000,
-    };
+    let m = FAIRNESS_MACHINE;
     let dev = Fixed::new(2 * MS, 2);
     let reader = |level, start| Reader {
         level,
@@ -104,11 +108,7 @@ fn weights_1_to_2_give_bytes_1_to_2() {
 /// device slots stay in step and every scheduler sends 16 KiB.
 #[test]
 fn fairness_device_merges_as_in_the_guest() {
-    let m = Machine {
-        sched_tags: 4,
-        max_sectors: 255,
-        run_cost: 30_000,
-    };
+    let m = FAIRNESS_MACHINE;
     let reader = |level, start| Reader {
         level,
         ..fio(start, 32, 8, 0)
