@@ -15,6 +15,9 @@
 pub mod bfq;
 pub mod completions;
 pub mod deadline;
+pub mod sched;
+pub mod sched_bfq;
+pub mod sched_deadline;
 pub mod types;
 
 pub use types::*;
