@@ -75,12 +75,15 @@ pub use icq::IoCq;
 use crate::{
     bindings, c_str, container_of,
     error::{code::*, to_result, Result},
-    ffi::{c_char, c_int, c_uint, c_ulong, c_void},
+    ffi::{c_char, c_int, c_uint, c_void},
     pin_init,
     prelude::*,
     str::CStr,
     sync::{
-        lock::{spinlock::SpinLockBackend, Backend, Guard, Lock},
+        lock::{
+            spinlock::SpinLockBackend, spinlock_irqsave::IrqSaveSpinLockBackend, Backend, Guard,
+            Lock,
+        },
         LockClassKey,
     },
     types::Opaque,
@@ -153,45 +156,6 @@ pub fn jiffies_ns() -> u64 {
 }
 
 // ---- the lock ----------------------------------------------------------
-
-/// A [`Backend`] for `spinlock_t` taken with `spin_lock_irqsave()`.
-///
-/// The guard state is the saved interrupt flags, restored on unlock.
-pub struct IrqSaveSpinLockBackend;
-
-// SAFETY: The underlying kernel `spinlock_t` object ensures mutual
-// exclusion; `spin_unlock_irqrestore()` is called with the flags the
-// matching `spin_lock_irqsave()` returned, on the same CPU, since the guard
-// cannot be sent to another thread while interrupts are off (it is used in
-// the frame that took it).
-unsafe impl Backend for IrqSaveSpinLockBackend {
-    type State = bindings::spinlock_t;
-    type GuardState = c_ulong;
-
-    unsafe fn init(ptr: *mut Self::State, name: *const c_char, key: *mut bindings::lock_class_key) {
-        // SAFETY: The safety requirements ensure that `ptr` is valid for
-        // writes, and `name` and `key` are valid for read indefinitely.
-        unsafe { bindings::__spin_lock_init(ptr, name, key) }
-    }
-
-    #[inline]
-    unsafe fn lock(ptr: *mut Self::State) -> Self::GuardState {
-        // SAFETY: The safety requirements of this function ensure that `ptr`
-        // points to valid memory, and that it has been initialised before.
-        unsafe { bindings::spin_lock_irqsave(ptr) }
-    }
-
-    #[inline]
-    unsafe fn unlock(ptr: *mut Self::State, flags: &Self::GuardState) {
-        // SAFETY: The safety requirements of this function ensure that `ptr`
-        // is valid and that the caller owns the lock; `flags` is what the
-        // matching `lock` returned.
-        unsafe { bindings::spin_unlock_irqrestore(ptr, *flags) }
-    }
-}
-
-/// A spinlock taken with interrupts disabled (`spin_lock_irqsave()`).
-pub type IrqSaveSpinLock<T> = Lock<T, IrqSaveSpinLockBackend>;
 
 mod sealed {
     pub trait Sealed {}
