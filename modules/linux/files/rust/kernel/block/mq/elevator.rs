@@ -43,7 +43,7 @@
 //! # Request ownership
 //!
 //! A request given to [`Elevator::insert_requests`] becomes an owned
-//! [`Request`] handle: the scheduler holds it until it gives it back from
+//! [`SchedRequest`] handle: the scheduler holds it until it gives it back from
 //! [`Elevator::dispatch_request`], or until the block layer merges it into
 //! another queued request, in which case [`Elevator::requests_merged`] must
 //! return it. A request is freed only after its handle has been given back,
@@ -78,13 +78,13 @@
 //!
 //! ```
 //! use kernel::block::mq::elevator::{
-//!     Elevator, HwQueue, Insertion, ProcessContext, Queue, Registration, Request,
+//!     Elevator, HwQueue, Insertion, ProcessContext, Queue, Registration, SchedRequest,
 //! };
 //! use kernel::{c_str, prelude::*};
 //!
 //! /// The requests the scheduler holds, oldest first.
 //! struct Ring {
-//!     slots: KVVec<Option<Request>>,
+//!     slots: KVVec<Option<SchedRequest>>,
 //!     head: usize,
 //!     len: usize,
 //! }
@@ -104,7 +104,7 @@
 //!
 //!     /// Adds `rq` at the back, or at the front if `at_head`; gives it back
 //!     /// if the ring is full.
-//!     fn push(&mut self, rq: Request, at_head: bool) -> Result<(), Request> {
+//!     fn push(&mut self, rq: SchedRequest, at_head: bool) -> Result<(), SchedRequest> {
 //!         let capacity = self.slots.len();
 //!         if self.len == capacity {
 //!             return Err(rq);
@@ -121,7 +121,7 @@
 //!     }
 //!
 //!     /// Takes the request at the front.
-//!     fn pop(&mut self) -> Option<Request> {
+//!     fn pop(&mut self) -> Option<SchedRequest> {
 //!         if self.len == 0 {
 //!             return None;
 //!         }
@@ -163,7 +163,7 @@
 //!         }
 //!     }
 //!
-//!     fn dispatch_request(&self, ring: &mut Ring, _hctx: &HwQueue) -> Option<Request> {
+//!     fn dispatch_request(&self, ring: &mut Ring, _hctx: &HwQueue) -> Option<SchedRequest> {
 //!         ring.pop()
 //!     }
 //! }
@@ -192,7 +192,7 @@ pub use lock::{IrqSafe, LockContext, LockOnDemand, ProcessContext};
 pub use merge::{Bio, BioMerge, Insertion, MergeKind};
 pub use queue::{DepthUpdate, HwQueue, Queue};
 pub use registration::Registration;
-pub use request::{OpFlags, ReqOp, Request, RequestRef};
+pub use request::{OpFlags, ReqOp, RequestRef, SchedRequest};
 pub use time::{blk_time_get_ns, jiffies_ns, ktime_get_ns};
 
 use crate::{bindings, prelude::*};
@@ -256,7 +256,7 @@ pub trait Elevator: Sized + Send + Sync + 'static {
     /// handle back. Any queued request may be returned, whatever its
     /// hardware queue. `None`: nothing to send now (the block layer runs
     /// the queue again on the next completion or insertion).
-    fn dispatch_request(&self, locked: &mut Self::Locked, hctx: &HwQueue) -> Option<Request>;
+    fn dispatch_request(&self, locked: &mut Self::Locked, hctx: &HwQueue) -> Option<SchedRequest>;
 
     /// When to run the hardware queues again after `dispatch_request`
     /// returned `None` although requests wait: an idling scheduler's end of
@@ -345,7 +345,7 @@ pub trait Elevator: Sized + Send + Sync + 'static {
         _locked: &mut Self::Locked,
         _into: &RequestRef,
         _next: &RequestRef,
-    ) -> Option<Request> {
+    ) -> Option<SchedRequest> {
         crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
     }
 

@@ -63,11 +63,11 @@ pub(super) struct ElevatorData<T: Elevator> {
     pub(super) lock: ElevatorLock<T>,
     /// Only accessed with `lock` held.
     pub(super) merge: UnsafeCell<MergeCtx<T>>,
-    /// Number of [`Request`] handles the scheduler holds. Written only with
+    /// Number of [`SchedRequest`] handles the scheduler holds. Written only with
     /// `lock` held (so a load and a store, no atomic read-modify-write);
     /// read without it by `has_work` and `bio_merge`.
     ///
-    /// [`Request`]: super::Request
+    /// [`SchedRequest`]: super::SchedRequest
     pub(super) held: AtomicUsize,
     /// Number of CPUs in `dispatch_request`, counted from before they take
     /// the lock until they release it. Each will look at the scheduler's

@@ -8,7 +8,7 @@
 use super::{
     data::ElevatorData,
     request::{RQ_HELD, RQ_NOT_HELD},
-    Elevator, OpFlags, Request, RequestRef,
+    Elevator, OpFlags, RequestRef, SchedRequest,
 };
 use crate::{bindings, container_of, ffi::c_uint, types::Opaque};
 use core::{
@@ -243,9 +243,9 @@ pub struct Insertion<'a, T: Elevator> {
 }
 
 impl<T: Elevator> Iterator for Insertion<'_, T> {
-    type Item = Request;
+    type Item = SchedRequest;
 
-    fn next(&mut self) -> Option<Request> {
+    fn next(&mut self) -> Option<SchedRequest> {
         // SAFETY: `list` is the list `insert_requests` was given, valid for
         // the call; the requests on it now belong to the scheduler. The
         // elevator lock is held while an `Insertion` exists.
@@ -265,7 +265,7 @@ impl<T: Elevator> Iterator for Insertion<'_, T> {
                 .store(held.wrapping_add(1), Ordering::Relaxed);
             // INVARIANT: The request was just taken off the insertion list,
             // so this is its only handle, and it is held.
-            Some(Request {
+            Some(SchedRequest {
                 ptr: NonNull::new_unchecked(rq),
             })
         }
@@ -280,7 +280,11 @@ impl<T: Elevator> Insertion<'_, T> {
     /// Merging may chain: the grown request may be merged into another held
     /// one, whose handle [`Elevator::requests_merged`] then gives back.
     /// Without that hook, nothing is merged.
-    pub fn try_merge(&mut self, locked: &mut T::Locked, rq: Request) -> Result<(), Request> {
+    pub fn try_merge(
+        &mut self,
+        locked: &mut T::Locked,
+        rq: SchedRequest,
+    ) -> Result<(), SchedRequest> {
         if !T::HAS_REQUESTS_MERGED || rq.queue_ptr() != self.data.queue {
             return Err(rq);
         }
@@ -328,7 +332,7 @@ impl<T: Elevator> Insertion<'_, T> {
     /// one-hit cache `last_merge` if empty), as mq-deadline does for sorted
     /// requests. Does nothing for requests that cannot merge or are already
     /// candidates. The abstraction removes it when it leaves the scheduler.
-    pub fn add_merge_candidate(&mut self, rq: &Request) {
+    pub fn add_merge_candidate(&mut self, rq: &SchedRequest) {
         let p = rq.ptr.as_ptr();
         if rq.queue_ptr() != self.data.queue {
             return;

@@ -77,7 +77,7 @@ impl OpFlags {
 /// Values of `rq->elv.priv[1]`, which the abstraction keeps for itself.
 /// They are read and written with the elevator lock held.
 pub(super) const RQ_NOT_HELD: usize = 0;
-/// The scheduler holds a [`Request`] handle for the request.
+/// The scheduler holds a [`SchedRequest`] handle for the request.
 pub(super) const RQ_HELD: usize = 1;
 /// The request was merged into another one while the scheduler kept its
 /// handle: it has no bio and must be freed, not dispatched.
@@ -85,7 +85,7 @@ pub(super) const RQ_MERGED_AWAY: usize = 2;
 
 /// A request, as a scheduler sees it (`struct request`).
 ///
-/// Obtained by dereferencing a [`Request`] handle or as an argument of a
+/// Obtained by dereferencing a [`SchedRequest`] handle or as an argument of a
 /// hook.
 ///
 /// # Invariants
@@ -297,15 +297,15 @@ impl RequestRef {
 /// [`Elevator::dispatch_request`]: super::Elevator::dispatch_request
 /// [`Elevator::requests_merged`]: super::Elevator::requests_merged
 #[must_use = "a dropped request handle leaks the request"]
-pub struct Request {
+pub struct SchedRequest {
     pub(super) ptr: NonNull<bindings::request>,
 }
 
 // SAFETY: A request may be handled on any CPU; the handle only gives
 // access to fields that are stable or protected by the elevator lock.
-unsafe impl Send for Request {}
+unsafe impl Send for SchedRequest {}
 
-impl Request {
+impl SchedRequest {
     /// Gives up the handle without running `Drop`.
     #[inline]
     pub(super) fn into_raw(self) -> *mut bindings::request {
@@ -313,7 +313,7 @@ impl Request {
     }
 }
 
-impl Deref for Request {
+impl Deref for SchedRequest {
     type Target = RequestRef;
 
     #[inline]
@@ -324,7 +324,7 @@ impl Deref for Request {
     }
 }
 
-impl Drop for Request {
+impl Drop for SchedRequest {
     fn drop(&mut self) {
         // The block layer still counts the request as queued: it can neither
         // be completed nor freed from here. Leak it (the queue cannot be
