@@ -36,8 +36,8 @@ pub fn jiffies_ns() -> u64 {
     if cfg!(CONFIG_64BIT) && NSEC_PER_SEC % HZ == 0 {
         // What `get_jiffies_64()` and `jiffies64_to_nsecs()` come to on
         // 64-bit machines with a whole number of nanoseconds per tick: one
-        // load and one multiplication, where the calls were two per
-        // timestamp, and mq-deadline reads `jiffies` once per request.
+        // load and one multiplication instead of two calls per timestamp;
+        // mq-deadline reads `jiffies` once per request.
         // SAFETY: `jiffies` is a live static, updated by the timer tick; a
         // volatile load of it is `READ_ONCE()`, and an aligned word cannot
         // tear.
