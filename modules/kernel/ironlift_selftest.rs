@@ -26,21 +26,6 @@ use types::{
     TunableError,
 };
 
-/// Slot storage from the kernel's allocator, as the policy wants it.
-struct Slots(KVec<Slot>);
-
-impl AsRef<[Slot]> for Slots {
-    fn as_ref(&self) -> &[Slot] {
-        &self.0
-    }
-}
-
-impl AsMut<[Slot]> for Slots {
-    fn as_mut(&mut self) -> &mut [Slot] {
-        &mut self.0
-    }
-}
-
 module! {
     type: IronliftSelftest,
     name: "ironlift_selftest",
@@ -76,10 +61,11 @@ fn ioprio_decoding() -> bool {
 }
 
 fn deadline_scenario() -> bool {
-    let Ok(v) = KVec::from_elem(Slot::default(), 64, GFP_KERNEL) else {
+    let Ok(mut v) = KVec::from_elem(Slot::default(), 64, GFP_KERNEL) else {
         return false;
     };
-    let Ok(mut dd) = Deadline::new(Slots(v)) else {
+    // A borrowed slice is storage enough for a policy that lives here.
+    let Ok(mut dd) = Deadline::new(&mut v[..]) else {
         return false;
     };
     let req = |sector, op| RequestDesc {
