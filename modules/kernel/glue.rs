@@ -161,6 +161,7 @@ impl<S: Scheduler> Elevator for PolicyElevator<S> {
     const TUNABLES: &'static [&'static CStr] = SysfsNames::<S::Policy>::NAMES;
     const IO_CONTEXTS: bool = S::IO_CONTEXTS;
 
+    // The hooks only some schedulers have (see the module documentation).
     const HAS_RERUN_AT: bool = <S::Policy as SchedPolicy>::IDLES;
     const HAS_COMPLETED_REQUEST: bool = Self::TIMED;
     const HAS_REQUEUE_REQUEST: bool = <S::LockContext as LockContext>::IRQ;
