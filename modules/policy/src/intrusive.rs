@@ -314,6 +314,13 @@ impl<N: TreeNode> Tree<'_, N> {
     }
 }
 
+/// Whether `x` is the only node of the tree rooted at `root`.
+#[inline]
+pub(crate) fn tree_is_sole<N: TreeNode>(nodes: &[N], root: u32, x: u32) -> bool {
+    let l = nodes[x as usize].tree_links();
+    l.child == [NIL; 2] && l.parent == NIL && root == x
+}
+
 /// The first node in key order of the tree rooted at `root`, or `NIL`.
 pub(crate) fn tree_first<N: TreeNode>(nodes: &[N], root: u32) -> u32 {
     let mut x = root;
@@ -351,6 +358,12 @@ fn tree_step<N: TreeNode>(nodes: &[N], x: u32, side: usize) -> u32 {
 #[inline]
 pub(crate) fn tree_next<N: TreeNode>(nodes: &[N], x: u32) -> u32 {
     tree_step(nodes, x, RIGHT)
+}
+
+/// The node before `x` in key order, or `NIL`.
+#[inline]
+pub(crate) fn tree_prev<N: TreeNode>(nodes: &[N], x: u32) -> u32 {
+    tree_step(nodes, x, LEFT)
 }
 
 /// The first node of the tree rooted at `root` whose key is at least
