@@ -15,6 +15,7 @@
 pub mod bfq;
 pub mod completions;
 pub mod deadline;
+mod intrusive;
 pub mod types;
 
 pub use types::*;
