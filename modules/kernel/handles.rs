@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! What `rust-deadline` and `rust-bfq` share between the elevator
-//! abstraction and a policy of the policy crate: the owned [`Request`]
+//! abstraction and a policy of the policy crate: the owned [`SchedRequest`]
 //! handles by scheduler index (the policy names requests by that index),
 //! and the merge hooks, which only translate between the two.
 
 use super::types::{IoPrio, MergeProbe, Op, Policy};
 use core::sync::atomic::AtomicU64;
-use kernel::block::mq::elevator::{Bio, MergeKind, ReqOp, Request, RequestRef};
+use kernel::block::mq::elevator::{Bio, MergeKind, ReqOp, RequestRef, SchedRequest};
 use kernel::prelude::*;
 use kernel::str::CStr;
 
@@ -53,7 +53,7 @@ impl AsRef<[AtomicU64]> for Words {
 }
 
 /// The handle of each request the scheduler holds, by scheduler index.
-pub(crate) struct Handles(KVVec<Option<Request>>);
+pub(crate) struct Handles(KVVec<Option<SchedRequest>>);
 
 impl Handles {
     /// Room for `capacity` scheduler indexes, all empty.
@@ -67,13 +67,13 @@ impl Handles {
     }
 
     /// The handle slot of a request, if it has a scheduler index.
-    pub(crate) fn slot(&mut self, rq: &RequestRef) -> Option<(usize, &mut Option<Request>)> {
+    pub(crate) fn slot(&mut self, rq: &RequestRef) -> Option<(usize, &mut Option<SchedRequest>)> {
         let index = rq.sched_index()?;
         self.0.get_mut(index).map(|slot| (index, slot))
     }
 
     /// Takes the handle the policy dispatched, if there is one.
-    pub(crate) fn take(&mut self, tag: usize) -> Option<Request> {
+    pub(crate) fn take(&mut self, tag: usize) -> Option<SchedRequest> {
         self.0.get_mut(tag).and_then(Option::take)
     }
 
@@ -101,7 +101,7 @@ impl Handles {
         policy: &mut impl Policy,
         into: &RequestRef,
         next: &RequestRef,
-    ) -> Option<Request> {
+    ) -> Option<SchedRequest> {
         let into = into.sched_index()?;
         let (tag, slot) = self.slot(next)?;
         let handle = match slot {

@@ -50,7 +50,7 @@
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use kernel::block::mq::elevator::{
     self, Bio, BioMerge, DepthUpdate, Elevator, HwQueue, Insertion, IoCq, LockOnDemand, MergeKind,
-    OpFlags, Queue, ReqOp, Request, RequestRef, Rerun,
+    OpFlags, Queue, ReqOp, RequestRef, Rerun, SchedRequest,
 };
 use kernel::prelude::*;
 use kernel::{c_str, str::CStr};
@@ -408,7 +408,7 @@ impl Elevator for RustBfq {
         self.refresh(locked);
     }
 
-    fn dispatch_request(&self, locked: &mut Locked, _hctx: &HwQueue) -> Option<Request> {
+    fn dispatch_request(&self, locked: &mut Locked, _hctx: &HwQueue) -> Option<SchedRequest> {
         let now = elevator::blk_time_get_ns();
         self.drain(locked);
         let rq = loop {
@@ -542,7 +542,7 @@ impl Elevator for RustBfq {
         locked: &mut Locked,
         into: &RequestRef,
         next: &RequestRef,
-    ) -> Option<Request> {
+    ) -> Option<SchedRequest> {
         locked.requests.merged_away(&mut locked.policy, into, next)
     }
 

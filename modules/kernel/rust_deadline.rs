@@ -32,7 +32,7 @@
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use kernel::block::mq::elevator::{
     self, Bio, BioMerge, DepthUpdate, Elevator, HwQueue, Insertion, LockOnDemand, MergeKind,
-    OpFlags, Queue, ReqOp, Request, RequestRef,
+    OpFlags, Queue, ReqOp, RequestRef, SchedRequest,
 };
 use kernel::prelude::*;
 use kernel::{c_str, str::CStr};
@@ -238,7 +238,7 @@ impl Elevator for RustDeadline {
         }
     }
 
-    fn dispatch_request(&self, locked: &mut Locked, _hctx: &HwQueue) -> Option<Request> {
+    fn dispatch_request(&self, locked: &mut Locked, _hctx: &HwQueue) -> Option<SchedRequest> {
         let now = elevator::jiffies_ns();
         self.catch_up(locked, now);
         loop {
@@ -280,7 +280,7 @@ impl Elevator for RustDeadline {
         locked: &mut Locked,
         into: &RequestRef,
         next: &RequestRef,
-    ) -> Option<Request> {
+    ) -> Option<SchedRequest> {
         locked.requests.merged_away(&mut locked.policy, into, next)
     }
 

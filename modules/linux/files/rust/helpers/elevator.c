@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
 /*
- * Helpers for the Rust elevator (I/O scheduler) abstraction in
- * rust/kernel/block/mq/elevator.rs: inline functions of the block layer
- * that Rust cannot call directly.
+ * Helpers for the Rust elevator (I/O scheduler) abstraction,
+ * rust/kernel/block/mq/elevator.rs and elevator/: inline functions of the
+ * block layer that Rust cannot call directly.
  */
 
 #include <linux/blk-mq.h>

@@ -19,7 +19,7 @@
 //! inserted after `exit_icq` (they were allocated before the process went
 //! away): a scheduler must not assume otherwise.
 
-use super::{Elevator, ElevatorData, Queue, RequestRef, Rerun, Vtable};
+use super::{data::ElevatorData, vtable::Vtable, Elevator, Queue, RequestRef, Rerun};
 use crate::{bindings, types::Opaque};
 use core::sync::atomic::{AtomicUsize, Ordering};
 
