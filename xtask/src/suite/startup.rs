@@ -1,23 +1,26 @@
-//! The start-up latency benchmark (suites with `kind = "startup"`): how long
-//! an "application" takes to read its files cold while greedy sequential
-//! readers keep the device busy — the case BFQ's `low_latency` is for (the
-//! S suite's comm_startup_lat, Phoronix's "Application Start-up Time").
+//! The start-up latency benchmark (`kind = "startup"`;
+//! configs/suites/startup.toml): how long an "application" takes to read
+//! its files cold while greedy sequential readers keep the device busy —
+//! the case BFQ's `low_latency` is for (the S suite's comm_startup_lat,
+//! Phoronix's "Application Start-up Time").
 //!
-//! The guest side is `qemu/guest/startup.sh`; this module plans the runs,
-//! reads what the guest wrote, computes the statistics and writes
-//! `results.json` (schema `ironlift-startup/1`, docs/results-schema.md),
-//! `report.md` and a chart.
+//! The guest side is `qemu/guest/startup.sh`; results.json is schema
+//! `ironlift-startup/1` (docs/results-schema.md).
 
-use crate::bench::{f, mean_sd, parse_fio, Device, Timing};
+use super::fio::parse_fio;
+use super::kind::{Kind, Suite};
+use crate::chart::{self, esc};
+use crate::devices::Device;
+use crate::flags::QemuBench;
+use crate::report::{self, num, pm, Page};
+use crate::results::{Header, Planned, RunRecord, Timing};
+use crate::stats::{mean_sd, mean_sd_of, paired_ratios, Ratio};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::fs;
 use std::path::Path;
-
-/// Results file schema identifier; bump on incompatible change.
-pub const SCHEMA: &str = "ironlift-startup/1";
 
 /// The schedulers every start-up time is compared with, as ratios.
 pub const REFERENCES: [&str; 2] = ["mq-deadline", "bfq"];
@@ -65,71 +68,139 @@ impl StartupSpec {
         Ok(())
     }
 
-    /// job.env lines for startup.sh.
-    pub fn job_env(&self, timing: &Timing) -> String {
+    /// The suite's `[startup]` table, checked.
+    pub fn of(suite: &Suite) -> Result<StartupSpec> {
+        let spec: StartupSpec = suite
+            .table::<Startup, _>("startup")?
+            .context("kind = \"startup\" needs a [startup] table")?;
+        spec.validate()?;
+        Ok(spec)
+    }
+}
+
+/// A start-up run has nothing to plan besides device and scheduler.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct StartupCase {}
+
+/// The startup kind, for one `qemu-bench` invocation.
+pub struct Startup {
+    spec: StartupSpec,
+}
+
+/// One run's record in the results file.
+pub type StartupRun = RunRecord<StartupCase, StartupMeasured>;
+
+impl Kind for Startup {
+    const NAME: &'static str = "startup";
+    const SCHEMA: &'static str = "ironlift-startup/1";
+    const TABLES: &'static [&'static str] = &["startup"];
+    const ROTATE_BY_DEVICE: bool = true;
+
+    type Case = StartupCase;
+    type Measured = StartupMeasured;
+    type Results = StartupResults;
+
+    fn new(suite: &Suite, o: &QemuBench) -> Result<Self> {
+        if o.workloads.is_some() {
+            bail!("suite {} has no workloads to choose from", suite.name);
+        }
+        if o.profile || o.count_insns {
+            bail!(
+                "--profile and --count-insns measure fio runs; suite {} is a start-up suite",
+                suite.name
+            );
+        }
+        Ok(Startup {
+            spec: StartupSpec::of(suite)?,
+        })
+    }
+
+    fn check_schedulers(&self, schedulers: &[String], elevators: &[String]) -> Result<()> {
+        for need in REFERENCES
+            .iter()
+            .map(|s| s.to_string())
+            .chain(elevators.iter().cloned())
+        {
+            if !schedulers.contains(&need) {
+                bail!(
+                    "--schedulers must include {need}: start-up times are compared with \
+                     mq-deadline and bfq, and every rust-* elevator built is measured"
+                );
+            }
+        }
+        Ok(())
+    }
+
+    fn cases(&self, _timing: &Timing) -> Vec<StartupCase> {
+        vec![StartupCase {}]
+    }
+
+    fn tsv(_case: &StartupCase) -> String {
+        "startup\t-".into()
+    }
+
+    /// job.env lines for startup.sh: the `[startup]` table, the readers'
+    /// head start (`ramp_s`) and the cap on one start-up (`runtime_s`).
+    fn job_env(&self, timing: &Timing) -> String {
+        let sp = &self.spec;
         format!(
-            "SUITE_KIND=startup\nSTARTUP_FILES={}\nSTARTUP_DIRS={}\nSTARTUP_FILE_KB_MIN={}\n\
+            "STARTUP_FILES={}\nSTARTUP_DIRS={}\nSTARTUP_FILE_KB_MIN={}\n\
              STARTUP_FILE_KB_MAX={}\nSTARTUP_READERS={}\nSTARTUP_READER_MB={}\n\
              STARTUP_READER_FIO='{}'\nSTARTUP_NR_REQUESTS={}\nSTARTUP_RAMP_S={}\nSTARTUP_CAP_S={}\n",
-            self.app_files,
-            self.app_dirs,
-            self.app_file_kb_min,
-            self.app_file_kb_max,
-            self.readers,
-            self.reader_file_mb,
-            self.reader_fio,
-            self.nr_requests,
+            sp.app_files,
+            sp.app_dirs,
+            sp.app_file_kb_min,
+            sp.app_file_kb_max,
+            sp.readers,
+            sp.reader_file_mb,
+            sp.reader_fio,
+            sp.nr_requests,
             timing.ramp_s,
             timing.runtime_s
         )
     }
-}
 
-/// One planned start-up run.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
-pub struct PlannedStartup {
-    pub id: String,
-    pub order: usize,
-    pub repeat: u32,
-    pub device: String,
-    pub scheduler: String,
-}
+    /// Setup (mkfs, files) plus, per run, fio's start, the head start and a
+    /// start-up of some seconds; the timeout allows every run its cap.
+    fn duration(&self, runs: usize, timing: &Timing) -> (u64, u64) {
+        let runs = runs as u64;
+        let estimate = 120 + runs * (timing.ramp_s as u64 + 25);
+        let timeout = 600 + runs * (timing.runtime_s as u64 + timing.ramp_s as u64 + 60);
+        (estimate, timeout)
+    }
 
-/// The interleaved plan: repeat → device → every scheduler once, the
-/// scheduler order rotated by one each repeat.
-pub fn plan(devices: &[String], schedulers: &[String], repeats: u32) -> Vec<PlannedStartup> {
-    let mut out = Vec::new();
-    let n = schedulers.len().max(1);
-    for r in 0..repeats {
-        for (di, d) in devices.iter().enumerate() {
-            for k in 0..schedulers.len() {
-                let order = out.len();
-                out.push(PlannedStartup {
-                    id: format!("{order:04}"),
-                    order,
-                    repeat: r,
-                    device: d.clone(),
-                    scheduler: schedulers[(k + r as usize + di) % n].clone(),
-                });
-            }
+    fn read_run(
+        &self,
+        runs_dir: &Path,
+        run: &Planned<StartupCase>,
+    ) -> Result<StartupMeasured, String> {
+        read_run(runs_dir, &run.id)
+    }
+
+    fn results(
+        &self,
+        header: Header,
+        schedulers: Vec<String>,
+        devices: BTreeMap<String, Device>,
+        runs: Vec<StartupRun>,
+    ) -> StartupResults {
+        StartupResults {
+            header,
+            startup: self.spec.clone(),
+            summary: summarize(&runs, &schedulers),
+            schedulers,
+            devices,
+            runs,
         }
     }
-    out
-}
 
-/// The plan as startup.sh reads it (bench.sh's column layout).
-pub fn plan_tsv(plan: &[PlannedStartup], devices: &BTreeMap<String, Device>) -> Result<String> {
-    let mut s = String::new();
-    for p in plan {
-        let dev = devices
-            .get(&p.device)
-            .with_context(|| format!("unknown device {:?}", p.device))?;
-        s.push_str(&format!(
-            "{}\t{}\t{}\tstartup\t-\n",
-            p.id, dev.path, p.scheduler
-        ));
+    fn write_report(dir: &Path, res: &StartupResults) -> Result<()> {
+        write_report(dir, res)
     }
-    Ok(s)
+
+    fn table_markdown(res: &StartupResults) -> String {
+        table_markdown(res)
+    }
 }
 
 /// What one run measured.
@@ -190,57 +261,16 @@ pub fn parse_run(startup_json: &str, readers_json: &str) -> Result<StartupMeasur
 }
 
 /// Reads the guest's files for one run: the measurement, or why it failed.
-pub fn read_run(runs_dir: &Path, id: &str) -> (bool, Option<String>, Option<StartupMeasured>) {
+pub fn read_run(runs_dir: &Path, id: &str) -> Result<StartupMeasured, String> {
     let base = runs_dir.join(id);
     if let Ok(e) = fs::read_to_string(base.with_extension("err")) {
-        return (false, Some(e.trim().to_string()), None);
+        return Err(e.trim().to_string());
     }
     let Ok(s) = fs::read_to_string(base.with_extension("json")) else {
-        return (
-            false,
-            Some("no result: the guest stopped before this run".into()),
-            None,
-        );
+        return Err("no result: the guest stopped before this run".into());
     };
     let r = fs::read_to_string(runs_dir.join(format!("{id}.readers.json"))).unwrap_or_default();
-    match parse_run(&s, &r) {
-        Ok(m) => (true, None, Some(m)),
-        Err(e) => (false, Some(format!("{e:#}")), None),
-    }
-}
-
-/// One run's record in the results file.
-#[derive(Serialize, Deserialize, Debug, Clone)]
-pub struct StartupRun {
-    #[serde(flatten)]
-    pub run: PlannedStartup,
-    pub ok: bool,
-    pub error: Option<String>,
-    pub measured: Option<StartupMeasured>,
-}
-
-/// Mean and sample standard deviation of per-repeat ratios, and how many.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
-pub struct Ratio {
-    #[serde(deserialize_with = "crate::util::nan_if_null")]
-    pub mean: f64,
-    #[serde(deserialize_with = "crate::util::nan_if_null")]
-    pub sd: f64,
-    pub n: usize,
-}
-
-impl Ratio {
-    /// The statistics of `ratios`; None if there are none.
-    fn of(ratios: &[f64]) -> Option<Ratio> {
-        (!ratios.is_empty()).then(|| {
-            let (mean, sd) = mean_sd(ratios);
-            Ratio {
-                mean,
-                sd,
-                n: ratios.len(),
-            }
-        })
-    }
+    parse_run(&s, &r).map_err(|e| format!("{e:#}"))
 }
 
 /// Statistics over the repeats of one (device, scheduler).
@@ -279,14 +309,8 @@ pub struct StartupSummary {
 
 /// Summaries per device (plan order) × scheduler (given order).
 pub fn summarize(runs: &[StartupRun], schedulers: &[String]) -> Vec<StartupSummary> {
-    let mut devices: Vec<&str> = Vec::new();
-    for r in runs {
-        if !devices.contains(&r.run.device.as_str()) {
-            devices.push(&r.run.device);
-        }
-    }
     let mut out = Vec::new();
-    for dev in devices {
+    for dev in report::distinct(runs.iter().map(|r| r.run.device.as_str())) {
         let of = |s: &str| -> Vec<&StartupRun> {
             runs.iter()
                 .filter(|r| r.run.device == dev && r.run.scheduler == s)
@@ -314,23 +338,17 @@ pub fn summarize(runs: &[StartupRun], schedulers: &[String]) -> Vec<StartupSumma
             let (readers_mb_s_mean, readers_mb_s_sd) =
                 mean_sd(&ms.iter().map(|(_, m)| m.readers_mb_s).collect::<Vec<_>>());
             let alone: Vec<f64> = ms.iter().filter_map(|(_, m)| m.alone_s).collect();
-            let (alone_mean_s, alone_sd_s) = if alone.is_empty() {
-                (None, None)
-            } else {
-                let (m, sd) = mean_sd(&alone);
-                (Some(m), Some(sd))
+            let (alone_mean_s, alone_sd_s) = match mean_sd_of(&alone) {
+                Some((m, sd)) => (Some(m), Some(sd)),
+                None => (None, None),
             };
             let slowdowns: Vec<f64> = ms
                 .iter()
                 .filter_map(|(_, m)| Some(m.startup_s / m.alone_s?))
                 .collect();
-            let slowdown = Ratio::of(&slowdowns);
             let mut ratio_to = BTreeMap::new();
             for (name, base) in &refs {
-                let ratios: Vec<f64> = ms
-                    .iter()
-                    .filter_map(|(rep, m)| Some(m.startup_s / base.get(rep)?))
-                    .collect();
+                let ratios = paired_ratios(ms.iter().map(|(rep, m)| (*rep, m.startup_s)), base);
                 if let Some(r) = Ratio::of(&ratios) {
                     ratio_to.insert(name.to_string(), r);
                 }
@@ -348,7 +366,7 @@ pub fn summarize(runs: &[StartupRun], schedulers: &[String]) -> Vec<StartupSumma
                 readers_mb_s_sd,
                 alone_mean_s,
                 alone_sd_s,
-                slowdown,
+                slowdown: Ratio::of(&slowdowns),
                 ratio_to,
             });
         }
@@ -356,27 +374,13 @@ pub fn summarize(runs: &[StartupRun], schedulers: &[String]) -> Vec<StartupSumma
     out
 }
 
-/// The whole results file.
+/// The whole results file (schema `ironlift-startup/1`). In its header,
+/// `timing.runtime_s` caps one start-up and `timing.ramp_s` is the
+/// readers' head start.
 #[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct StartupResults {
-    pub schema: String,
-    pub suite: String,
-    pub suite_description: String,
-    pub quick: bool,
-    pub started: String,
-    pub finished: String,
-    pub kernel_release: String,
-    pub kernel_key: String,
-    pub accel: String,
-    /// The guest's clocksource (`tsc`, `hpet`, ...), as it reported it.
-    #[serde(default = "crate::bench::unknown_clocksource")]
-    pub guest_clocksource: String,
-    pub host: String,
-    pub guest_cpus: u32,
-    pub guest_memory_mb: u32,
-    /// `repeats`; `runtime_s` caps one start-up; `ramp_s` is the readers'
-    /// head start.
-    pub timing: Timing,
+    #[serde(flatten)]
+    pub header: Header,
     pub startup: StartupSpec,
     pub schedulers: Vec<String>,
     pub devices: BTreeMap<String, Device>,
@@ -386,7 +390,7 @@ pub struct StartupResults {
 
 fn ratio_cell(r: Option<&Ratio>) -> String {
     match r {
-        Some(r) => format!("{} ± {}", f(r.mean, 2), f(r.sd, 2)),
+        Some(r) => pm(r.mean, r.sd, 2),
         None => "-".into(),
     }
 }
@@ -418,9 +422,9 @@ fn floor_line(rows: &[&StartupSummary]) -> String {
         Some((x, alone, mq)) => format!(
             "\nFloor: the start-up alone takes {} s, {} × mq-deadline's {} s under the \
              readers: about the lowest \"vs mq-deadline\" any scheduler can reach here.\n",
-            f(alone, 2),
-            f(x, 2),
-            f(mq, 2)
+            num(alone, 2),
+            num(x, 2),
+            num(mq, 2)
         ),
         None => String::new(),
     }
@@ -456,23 +460,21 @@ pub fn table_markdown(res: &StartupResults) -> String {
             String::new()
         };
         let alone = match (row.alone_mean_s, row.alone_sd_s) {
-            (Some(m), Some(sd)) => format!("{} ± {}", f(m, 2), f(sd, 2)),
+            (Some(m), Some(sd)) => pm(m, sd, 2),
             _ => "-".into(),
         };
         let _ = writeln!(
             s,
-            "| {} | {} ± {} | {}–{} | {} | {} | {} | {} | {} ± {} | {}{} |",
+            "| {} | {} | {}–{} | {} | {} | {} | {} | {} | {}{} |",
             row.scheduler,
-            f(row.startup_mean_s, 2),
-            f(row.startup_sd_s, 2),
-            f(row.startup_min_s, 2),
-            f(row.startup_max_s, 2),
+            pm(row.startup_mean_s, row.startup_sd_s, 2),
+            num(row.startup_min_s, 2),
+            num(row.startup_max_s, 2),
             ratio_cell(row.ratio_to.get("mq-deadline")),
             ratio_cell(row.ratio_to.get("bfq")),
             alone,
             ratio_cell(row.slowdown.as_ref()),
-            f(row.readers_mb_s_mean, 1),
-            f(row.readers_mb_s_sd, 1),
+            pm(row.readers_mb_s_mean, row.readers_mb_s_sd, 1),
             row.runs,
             failed
         );
@@ -480,12 +482,6 @@ pub fn table_markdown(res: &StartupResults) -> String {
     }
     s.push_str(&floor_line(&device_rows));
     s
-}
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }
 
 /// A horizontal bar chart of start-up time per scheduler (mean, whiskers
@@ -512,17 +508,16 @@ pub fn chart_svg(
         .map(|r| r.startup_mean_s + r.startup_sd_s)
         .filter(|x| x.is_finite())
         .fold(0.0f64, f64::max);
-    let max = nice_ceiling(max_run.max(max_bar).max(0.1));
+    let max = chart::nice_ceiling(max_run.max(max_bar).max(0.1));
     let x = |v: f64| left + v / max * plot_w;
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" font-family="sans-serif" font-size="11">"#
-    );
-    let _ = write!(
-        s,
-        r#"<rect width="100%" height="100%" fill="white"/><text x="10" y="20" font-size="14" font-weight="bold">{}: start-up time under {readers} sequential readers (s; mean ± sd, dots = runs)</text>"#,
-        esc(device)
+    let mut s = chart::start(
+        width,
+        height,
+        10.0,
+        &format!(
+            "{}: start-up time under {readers} sequential readers (s; mean ± sd, dots = runs)",
+            esc(device)
+        ),
     );
     let bottom = top + rows.len() as f64 * (bar_h + gap);
     for i in 0..=5 {
@@ -531,16 +526,13 @@ pub fn chart_svg(
             s,
             r##"<line x1="{xx:.1}" x2="{xx:.1}" y1="{top}" y2="{bottom:.1}" stroke="#ddd"/><text x="{xx:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
             bottom + 14.0,
-            trim_num(v),
+            chart::trim_num(v),
             xx = x(v)
         );
     }
-    let palette = [
-        "#7f7f7f", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
-    ];
     for (i, r) in rows.iter().enumerate() {
         let y = top + i as f64 * (bar_h + gap);
-        let color = palette[i % palette.len()];
+        let color = chart::color(i);
         let _ = write!(
             s,
             r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
@@ -583,142 +575,115 @@ pub fn chart_svg(
             }
         }
     }
-    s.push_str("</svg>\n");
-    s
-}
-
-/// The smallest of 1, 2, 5 × 10^k at or above `x`.
-fn nice_ceiling(x: f64) -> f64 {
-    let p = 10f64.powf(x.log10().floor());
-    for m in [1.0, 2.0, 5.0, 10.0] {
-        if m * p >= x * (1.0 - 1e-12) {
-            return m * p;
-        }
-    }
-    10.0 * p
-}
-
-fn trim_num(v: f64) -> String {
-    let s = format!("{v:.2}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
+    chart::end(s)
 }
 
 /// Writes report.md and one chart per device into `dir`.
 pub fn write_report(dir: &Path, res: &StartupResults) -> Result<()> {
-    let sp = &res.startup;
-    let mut md = String::new();
-    let _ = writeln!(md, "# ironlift benchmark: {}\n", res.suite);
-    let _ = writeln!(md, "{}\n", res.suite_description);
-    let _ = writeln!(md, "| | |\n|---|---|");
-    let _ = writeln!(md, "| kernel | {} |", res.kernel_release);
-    let _ = writeln!(
-        md,
-        "| guest | QEMU, accelerator **{}**, clocksource {}, {} vCPUs, {} MiB |",
-        res.accel.to_uppercase(),
-        res.guest_clocksource,
-        res.guest_cpus,
-        res.guest_memory_mb
-    );
-    let _ = writeln!(md, "| host | {} |", res.host);
-    let _ = writeln!(
-        md,
-        "| application | {} files in {} folders, {}–{} KiB each (log-uniform) |",
-        sp.app_files, sp.app_dirs, sp.app_file_kb_min, sp.app_file_kb_max
-    );
-    let _ = writeln!(
-        md,
-        "| background | {} sequential readers (one fio process each, `{}`, {} MiB file each), \
-         {} s head start |",
-        sp.readers, sp.reader_fio, sp.reader_file_mb, res.timing.ramp_s
-    );
-    let _ = writeln!(
-        md,
-        "| timing | {} repeats; a start-up longer than {} s fails{} |",
-        res.timing.repeats,
-        res.timing.runtime_s,
-        if res.quick { ", `--quick`" } else { "" }
-    );
-    let _ = writeln!(
-        md,
-        "| nr_requests | {} (set under every scheduler; `none` keeps the device depth) |",
-        sp.nr_requests
-    );
-    let _ = writeln!(md, "| schedulers | {} |", res.schedulers.join(", "));
-    let _ = writeln!(
-        md,
-        "| started / finished | {} / {} |",
-        res.started, res.finished
-    );
-    let _ = writeln!(
-        md,
-        "\nEach run: select the scheduler, drop caches, start the readers, let them run \
-         for the head start, drop caches again, then time `tar -cf - app | cat > /dev/null` \
-         over the application's folder (ext4, mounted noatime); then stop the readers, drop \
-         caches and time the same start-up with the device to itself (\"alone\": the floor \
-         no scheduler can beat). Runs are interleaved (every scheduler once per repeat, order rotated between \
-         repeats). \"vs X\" is the mean over repeats of this scheduler's start-up time \
-         divided by X's in the same repeat (below 1: faster than X); \"× alone\" is the mean \
-         over runs of the start-up time under the readers divided by the same run's time \
-         alone. Readers' MB/s is their aggregate over the whole run.\n"
-    );
-    let failed: Vec<_> = res.runs.iter().filter(|r| !r.ok).collect();
-    if !failed.is_empty() {
-        let _ = writeln!(md, "**{} run(s) failed:**\n", failed.len());
-        for r in &failed {
-            let _ = writeln!(
-                md,
-                "- {} {} (repeat {}): {}",
-                r.run.device,
-                r.run.scheduler,
-                r.run.repeat,
-                r.error.as_deref().unwrap_or("?")
-            );
-        }
-        md.push('\n');
+    let (h, sp) = (&res.header, &res.startup);
+    let charts = report::distinct(res.summary.iter().map(|s| s.device.as_str()))
+        .into_iter()
+        .map(|d| {
+            let rows: Vec<&StartupSummary> = res.summary.iter().filter(|s| s.device == d).collect();
+            let runs: Vec<&StartupRun> = res.runs.iter().filter(|r| r.run.device == d).collect();
+            (
+                d.to_string(),
+                format!("chart-startup-{d}.svg"),
+                chart_svg(d, &rows, &runs, sp.readers),
+            )
+        })
+        .collect();
+    Page {
+        header: h,
+        schedulers: &res.schedulers,
+        devices: &res.devices,
+        rows: vec![
+            (
+                "application",
+                format!(
+                    "{} files in {} folders, {}–{} KiB each (log-uniform)",
+                    sp.app_files, sp.app_dirs, sp.app_file_kb_min, sp.app_file_kb_max
+                ),
+            ),
+            (
+                "background",
+                format!(
+                    "{} sequential readers (one fio process each, `{}`, {} MiB file each), \
+                     {} s head start",
+                    sp.readers, sp.reader_fio, sp.reader_file_mb, h.timing.ramp_s
+                ),
+            ),
+            (
+                "timing",
+                format!(
+                    "{} repeats; a start-up longer than {} s fails{}",
+                    h.timing.repeats,
+                    h.timing.runtime_s,
+                    report::quick_mark(h)
+                ),
+            ),
+            (
+                "nr_requests",
+                format!(
+                    "{} (set under every scheduler; `none` keeps the device depth)",
+                    sp.nr_requests
+                ),
+            ),
+        ],
+        method: "Each run: select the scheduler, drop caches, start the readers, let them run \
+                 for the head start, drop caches again, then time `tar -cf - app | cat > /dev/null` \
+                 over the application's folder (ext4, mounted noatime); then stop the readers, drop \
+                 caches and time the same start-up with the device to itself (\"alone\": the floor \
+                 no scheduler can beat). Runs are interleaved (every scheduler once per repeat, order rotated between \
+                 repeats). \"vs X\" is the mean over repeats of this scheduler's start-up time \
+                 divided by X's in the same repeat (below 1: faster than X); \"× alone\" is the mean \
+                 over runs of the start-up time under the readers divided by the same run's time \
+                 alone. Readers' MB/s is their aggregate over the whole run."
+            .into(),
+        failed: res
+            .runs
+            .iter()
+            .filter(|r| !r.ok)
+            .map(|r| {
+                format!(
+                    "{} {} (repeat {}): {}",
+                    r.run.device,
+                    r.run.scheduler,
+                    r.run.repeat,
+                    r.error.as_deref().unwrap_or("?")
+                )
+            })
+            .collect(),
+        charts,
+        tables: table_markdown(res),
+        raw_runs: "per run under `runs/`: `<id>.json` (the start-up) and `<id>.readers.json` (fio).",
     }
-    let mut devices: Vec<&str> = Vec::new();
-    for s in &res.summary {
-        if !devices.contains(&s.device.as_str()) {
-            devices.push(&s.device);
-        }
-    }
-    for d in &devices {
-        let rows: Vec<&StartupSummary> = res.summary.iter().filter(|s| s.device == *d).collect();
-        let runs: Vec<&StartupRun> = res.runs.iter().filter(|r| r.run.device == *d).collect();
-        let name = format!("chart-startup-{d}.svg");
-        fs::write(dir.join(&name), chart_svg(d, &rows, &runs, sp.readers))
-            .with_context(|| format!("writing {name}"))?;
-        let kind = res.devices.get(*d).map(|x| x.kind.as_str()).unwrap_or("");
-        let _ = writeln!(md, "## {d}\n\n{kind}\n\n![{d}]({name})\n");
-    }
-    let _ = writeln!(md, "## Tables\n{}", table_markdown(res));
-    let _ = writeln!(
-        md,
-        "\nRaw data: `results.json` (schema `{}`, see docs/results-schema.md); per run \
-         under `runs/`: `<id>.json` (the start-up) and `<id>.readers.json` (fio).",
-        res.schema
-    );
-    fs::write(dir.join("report.md"), md)?;
-    Ok(())
+    .write(dir)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::suite::kind::plan;
 
     fn names(xs: &[&str]) -> Vec<String> {
         xs.iter().map(|x| x.to_string()).collect()
     }
 
+    fn suite() -> Suite {
+        Suite::load(&crate::util::repo_root(), "startup").unwrap()
+    }
+
     #[test]
     fn suite_file_parses_and_validates() {
-        let s = crate::bench::load_suite(&crate::util::repo_root(), "startup").unwrap();
-        assert_eq!(s.kind, crate::bench::SuiteKind::Startup);
-        let sp = s.startup.expect("[startup]");
-        sp.validate().unwrap();
-        let env = sp.job_env(&s.full);
-        assert!(env.starts_with("SUITE_KIND=startup\n"));
+        let s = suite();
+        assert_eq!(s.kind, Startup::NAME);
+        let sp = StartupSpec::of(&s).unwrap();
+        let env = Startup { spec: sp.clone() }.job_env(&s.full);
+        assert!(env.starts_with("STARTUP_FILES="));
         assert!(env.contains(&format!("STARTUP_CAP_S={}\n", s.full.runtime_s)));
+        assert!(env.contains(&format!("STARTUP_RAMP_S={}\n", s.full.ramp_s)));
+        assert!(env.contains(&format!("STARTUP_READER_FIO='{}'\n", sp.reader_fio)));
         let mut bad = sp.clone();
         bad.app_file_kb_min = bad.app_file_kb_max + 1;
         assert!(bad.validate().is_err());
@@ -728,9 +693,27 @@ mod tests {
     }
 
     #[test]
+    fn a_startup_suite_needs_its_table_and_no_other() {
+        let head = "name = \"x\"\nkind = \"startup\"\ndescription = \"d\"\ndevices = [\"nullb\"]\n\
+                    [full]\nrepeats = 1\nruntime_s = 1\nramp_s = 0\n\
+                    [quick]\nrepeats = 1\nruntime_s = 1\nramp_s = 0\n";
+        let st = "[startup]\napp_files = 2\napp_dirs = 1\napp_file_kb_min = 4\n\
+                  app_file_kb_max = 8\nreaders = 1\nreader_file_mb = 1\n\
+                  reader_fio = \"--rw=read\"\nnr_requests = 8\n";
+        let wl = "[[workload]]\nname = \"r\"\nfio = \"--rw=read\"\n";
+        let s = Suite::parse(&format!("{head}{st}")).unwrap();
+        assert_eq!(s.kind, Startup::NAME);
+        assert_eq!(StartupSpec::of(&s).unwrap().app_files, 2);
+        assert!(StartupSpec::of(&Suite::parse(head).unwrap()).is_err());
+        assert!(StartupSpec::of(&Suite::parse(&format!("{head}{st}{wl}")).unwrap()).is_err());
+        let extra = st.replace("nr_requests = 8\n", "nr_requests = 8\nmore = 1\n");
+        assert!(StartupSpec::of(&Suite::parse(&format!("{head}{extra}")).unwrap()).is_err());
+    }
+
+    #[test]
     fn plan_rotates_and_covers_every_scheduler_each_repeat() {
         let sch = names(&["mq-deadline", "kyber", "bfq"]);
-        let p = plan(&names(&["nullb-slow"]), &sch, 3);
+        let p = plan(&names(&["nullb-slow"]), &[StartupCase {}], &sch, 3, true);
         assert_eq!(p.len(), 9);
         for (r, block) in p.chunks(3).enumerate() {
             let mut got: Vec<&str> = block.iter().map(|x| x.scheduler.as_str()).collect();
@@ -740,6 +723,13 @@ mod tests {
         }
         assert_ne!(p[0].scheduler, p[3].scheduler);
         assert_eq!(p[4].id, "0004");
+        // A second device starts one further along the rotation.
+        let p = plan(&names(&["a", "b"]), &[StartupCase {}], &sch, 1, true);
+        assert_eq!(
+            (p[0].scheduler.as_str(), p[3].scheduler.as_str()),
+            ("mq-deadline", "kyber")
+        );
+        assert_eq!(Startup::tsv(&StartupCase {}), "startup\t-");
     }
 
     const FIO: &str =
@@ -771,25 +761,25 @@ mod tests {
     }
 
     fn run(rep: u32, s: &str, t: Option<f64>) -> StartupRun {
-        StartupRun {
-            run: PlannedStartup {
+        RunRecord::new(
+            Planned {
                 id: String::new(),
                 order: 0,
                 repeat: rep,
                 device: "nullb-slow".into(),
                 scheduler: s.into(),
+                case: StartupCase {},
             },
-            ok: t.is_some(),
-            error: t.is_none().then(|| "x".to_string()),
-            measured: t.map(|t| StartupMeasured {
+            t.map(|t| StartupMeasured {
                 startup_s: t,
                 alone_s: Some(t / 4.0),
                 app_files: 1,
                 app_bytes: 1,
                 window_read_bytes: 0,
                 readers_mb_s: 10.0,
-            }),
-        }
+            })
+            .ok_or_else(|| "x".to_string()),
+        )
     }
 
     #[test]
@@ -825,28 +815,27 @@ mod tests {
         assert!((k.mean - (4.0 + 10.0 / 3.0 + 2.25) / 3.0).abs() < 1e-12);
         assert_eq!((bfq.startup_min_s, bfq.startup_max_s), (2.0, 4.0));
         let t = table_markdown(&StartupResults {
-            schema: SCHEMA.into(),
-            suite: "startup".into(),
-            suite_description: String::new(),
-            quick: false,
-            started: String::new(),
-            finished: String::new(),
-            kernel_release: String::new(),
-            kernel_key: String::new(),
-            accel: "tcg".into(),
-            guest_clocksource: String::new(),
-            host: String::new(),
-            guest_cpus: 2,
-            guest_memory_mb: 2048,
-            timing: Timing {
-                repeats: 3,
-                runtime_s: 60,
-                ramp_s: 1,
+            header: Header {
+                schema: Startup::SCHEMA.into(),
+                suite: "startup".into(),
+                suite_description: String::new(),
+                quick: false,
+                started: String::new(),
+                finished: String::new(),
+                kernel_release: String::new(),
+                kernel_key: String::new(),
+                accel: "tcg".into(),
+                guest_clocksource: String::new(),
+                host: String::new(),
+                guest_cpus: 2,
+                guest_memory_mb: 2048,
+                timing: Timing {
+                    repeats: 3,
+                    runtime_s: 60,
+                    ramp_s: 1,
+                },
             },
-            startup: crate::bench::load_suite(&crate::util::repo_root(), "startup")
-                .unwrap()
-                .startup
-                .unwrap(),
+            startup: StartupSpec::of(&suite()).unwrap(),
             schedulers: names(&["mq-deadline", "kyber", "bfq"]),
             devices: BTreeMap::new(),
             runs: runs.clone(),
@@ -896,10 +885,24 @@ mod tests {
     }
 
     #[test]
-    fn nice_ceiling_rounds_up() {
-        assert_eq!(nice_ceiling(0.7), 1.0);
-        assert_eq!(nice_ceiling(1.0), 1.0);
-        assert_eq!(nice_ceiling(13.0), 20.0);
-        assert_eq!(nice_ceiling(42.0), 50.0);
+    fn references_and_elevators_must_be_measured() {
+        let k = Startup {
+            spec: StartupSpec::of(&suite()).unwrap(),
+        };
+        let el = names(&["rust-bfq"]);
+        assert!(k
+            .check_schedulers(&names(&["mq-deadline", "bfq", "rust-bfq"]), &el)
+            .is_ok());
+        assert!(k
+            .check_schedulers(&names(&["mq-deadline", "bfq"]), &el)
+            .is_err());
+        assert!(k
+            .check_schedulers(&names(&["bfq", "rust-bfq"]), &el)
+            .is_err());
+        let t = suite().full;
+        assert_eq!(
+            k.duration(6, &t),
+            (120 + 6 * (26 + 25), 600 + 6 * (120 + 26 + 60))
+        );
     }
 }
