@@ -6,7 +6,9 @@ use crate::flags::{GuestArgs, KernelArgs};
 use crate::{deps, kernel, modules, qemu, util};
 use anyhow::Result;
 use std::fs;
+use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
 /// The schedulers every 6.12 guest offers (built in by configs/kernel).
 pub const BUILTIN_SCHEDULERS: &[&str] = &["none", "mq-deadline", "kyber", "bfq"];
@@ -52,6 +54,30 @@ impl Prepared {
             .map(|s| s.to_string())
             .chain(self.elevators())
             .collect()
+    }
+
+    /// A boot of this guest for `job`, whose folder is `out`, with the
+    /// console log there; no extra kernel or QEMU arguments.
+    pub fn boot<'a>(
+        &'a self,
+        g: &GuestArgs,
+        job: &'a str,
+        out: &'a Path,
+        timeout: Duration,
+    ) -> qemu::Boot<'a> {
+        qemu::Boot {
+            kernel: &self.kernel,
+            accel: self.accel,
+            disks: Some(&self.disks),
+            out,
+            job,
+            timeout,
+            console_log: out.join("console.log"),
+            memory_mb: g.memory,
+            cpus: g.cpus,
+            cmdline_extra: String::new(),
+            qemu_extra: Vec::new(),
+        }
     }
 
     /// job.env's first lines: the elevator modules to load, the devices the

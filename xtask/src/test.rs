@@ -161,15 +161,6 @@ fn guest_tests(k: &KernelArgs, g: &GuestArgs, tests: &[String]) -> Result<GuestO
         900
     };
     let boot = qemu::Boot {
-        kernel: &p.kernel,
-        accel: p.accel,
-        disks: Some(&p.disks),
-        out: &out,
-        job: "test",
-        timeout: Duration::from_secs(timeout),
-        console_log: out.join("console.log"),
-        memory_mb: g.memory,
-        cpus: g.cpus,
         // Under KASAN and lockdep the ACPI interpreter is so slow that
         // every PCI device's `_PRT` evaluation runs into the AML loop
         // timeout (30 s each, minutes per boot). The devices use MSI/MSI-X;
@@ -188,7 +179,7 @@ fn guest_tests(k: &KernelArgs, g: &GuestArgs, tests: &[String]) -> Result<GuestO
         } else {
             String::new()
         },
-        qemu_extra: Vec::new(),
+        ..p.boot(g, "test", &out, Duration::from_secs(timeout))
     };
     let r = boot.run()?;
     note(&format!(

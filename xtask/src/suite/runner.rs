@@ -130,17 +130,8 @@ pub fn run<K: Kind>(o: &QemuBench, suite: &Suite) -> Result<()> {
     note(&format!("results: {}", out.display()));
     let started = guest::now("-Iseconds");
     let boot = qemu::Boot {
-        kernel: &p.kernel,
-        accel: p.accel,
-        disks: Some(&p.disks),
-        out: &out,
-        job: "bench",
-        timeout: Duration::from_secs(timeout),
-        console_log: out.join("console.log"),
-        memory_mb: o.g.memory,
-        cpus: o.g.cpus,
-        cmdline_extra: String::new(),
         qemu_extra: kind.qemu_extra(&out)?,
+        ..p.boot(&o.g, "bench", &out, Duration::from_secs(timeout))
     };
     let r = boot.run()?;
     let finished = guest::now("-Iseconds");
