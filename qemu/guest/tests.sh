@@ -409,13 +409,12 @@ read_starvation() {
 # (With one request in flight per reader, as dd gives, BFQ does not
 # reach 1:2 on this device: it injects the other reader's request into the
 # second device slot while the in-service reader thinks, as it is built to.)
-# FAIRNESS_SCHEDULERS (ours: rust-bfq) are judged. FAIRNESS_CONTROL
+# FAIRNESS_SCHEDULERS (job.env: ours, rust-bfq once built) are judged. FAIRNESS_CONTROL
 # schedulers are measured the same way and only reported: mq-deadline (no
 # weights) shows what the test tells apart, C bfq is the reference (it
 # measured 1.64 to 2.31 here, so judging it would judge the host).
 FAIR_SECS=${FAIR_SECS:-20}
 FAIR_WARMUP=${FAIR_WARMUP:-5}
-FAIRNESS_SCHEDULERS=${FAIRNESS_SCHEDULERS-rust-bfq}
 FAIRNESS_CONTROL=${FAIRNESS_CONTROL-mq-deadline bfq}
 
 # One fairness reader: ionice level $1, device $2, from byte $3, $4 bytes,
