@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# The "startup" suite (xtask/src/suite/startup.rs): application start-up
+# The "startup" suite (xtask/src/suite/startup/): application start-up
 # time under background I/O.
 #
 # On each device of the plan: ext4, an application stand-in (STARTUP_FILES
