@@ -3,6 +3,12 @@
 //! A suite is a file in configs/suites; its `kind` names the module that
 //! plans, reads and reports its runs ([`kind::Kind`]): [`fio`] and
 //! [`startup`]. [`runner`] runs any of them.
+//!
+//! Another suite of fio workloads is only a suite file. Another kind is a
+//! module implementing [`kind::Kind`] (its cases, job.env, how a run's
+//! output is read, its results file and report), its guest runner
+//! `qemu/guest/<kind>.sh` (a function for one run, given to lib.sh's
+//! `run_plan`), and its line in [`qemu_bench`] and [`report`] below.
 
 pub mod fio;
 pub mod kind;
