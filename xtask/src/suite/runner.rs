@@ -89,27 +89,13 @@ pub fn run<K: Kind>(o: &QemuBench, suite: &Suite) -> Result<()> {
     );
     let out = o.out_dir(&root, &p, kind.out_tag(suite).as_deref());
 
-    // The job folder: an empty runs/, the plan and job.env.
-    let _ = fs::remove_dir_all(out.join("runs"));
-    fs::create_dir_all(out.join("runs"))?;
-    fs::write(out.join("plan.tsv"), plan_tsv::<K>(&plan, &all_devices)?)?;
-    let used: BTreeMap<String, Device> =
-        devices::pick(&all_devices, devices.iter().map(String::as_str))?
-            .into_iter()
-            .collect();
-    let mut made = devices::pick(&all_devices, [BENCH_NULLB0])?;
-    if used.values().any(|d| d.path == made[0].1.path) {
-        made.clear();
-    }
-    made.extend(used.iter().map(|(n, d)| (n.clone(), d.clone())));
-    fs::write(
-        out.join("job.env"),
-        format!(
-            "{}SUITE_KIND={}\n{}",
-            p.job_env(used.values(), &made)?,
-            K::NAME,
-            kind.job_env(&timing)
-        ),
+    let used = write_job(
+        &out,
+        &p,
+        &all_devices,
+        &devices,
+        &plan_tsv::<K>(&plan, &all_devices)?,
+        &format!("SUITE_KIND={}\n{}", K::NAME, kind.job_env(&timing)),
     )?;
 
     let (estimate, timeout) = kind.duration(plan.len(), &timing);
@@ -180,6 +166,35 @@ pub fn run<K: Kind>(o: &QemuBench, suite: &Suite) -> Result<()> {
         util::human_secs(started_at.elapsed().as_secs())
     ));
     verdict(&boot, &r, failed, total)
+}
+
+/// Lays out the job folder for the guest: an empty `runs/`, the plan, and
+/// job.env (the elevator modules to load, the devices, the null_blk devices
+/// to make, then `kind_env`). Returns the devices used, by name.
+fn write_job(
+    out: &Path,
+    p: &Prepared,
+    all: &BTreeMap<String, Device>,
+    devices: &[String],
+    plan_tsv: &str,
+    kind_env: &str,
+) -> Result<BTreeMap<String, Device>> {
+    let _ = fs::remove_dir_all(out.join("runs"));
+    fs::create_dir_all(out.join("runs"))?;
+    fs::write(out.join("plan.tsv"), plan_tsv)?;
+    let used: BTreeMap<String, Device> = devices::pick(all, devices.iter().map(String::as_str))?
+        .into_iter()
+        .collect();
+    let mut made = devices::pick(all, [BENCH_NULLB0])?;
+    if used.values().any(|d| d.path == made[0].1.path) {
+        made.clear();
+    }
+    made.extend(used.iter().map(|(n, d)| (n.clone(), d.clone())));
+    fs::write(
+        out.join("job.env"),
+        format!("{}{kind_env}", p.job_env(used.values(), &made)?),
+    )?;
+    Ok(used)
 }
 
 /// A benchmark fails when the guest hung, the kernel complained on the
