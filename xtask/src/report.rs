@@ -3,7 +3,7 @@
 //! with the suite's own rows, text, charts and tables.
 
 use crate::devices::Device;
-use crate::results::Header;
+use crate::results::{Header, Planned, RunRecord};
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -80,6 +80,18 @@ impl Page<'_> {
         fs::write(dir.join("report.md"), md)?;
         Ok(())
     }
+}
+
+/// One line per failed run for [`Page::failed`]: which run (`what`), and
+/// why it failed.
+pub fn failed_runs<C, M>(
+    runs: &[RunRecord<C, M>],
+    what: impl Fn(&Planned<C>) -> String,
+) -> Vec<String> {
+    runs.iter()
+        .filter(|r| !r.ok)
+        .map(|r| format!("{}: {}", what(&r.run), r.error.as_deref().unwrap_or("?")))
+        .collect()
 }
 
 /// The `| timing |` row's `--quick` mark.

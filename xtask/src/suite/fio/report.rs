@@ -254,20 +254,9 @@ pub fn write(dir: &Path, res: &Results) -> Result<()> {
                  the C one it reimplements (`rust-deadline` with `mq-deadline`, `rust-bfq` with \
                  `bfq`) the same way."
             .into(),
-        failed: res
-            .runs
-            .iter()
-            .filter(|r| !r.ok)
-            .map(|r| {
-                format!(
-                    "{} {} {}: {}",
-                    r.run.device,
-                    r.run.scheduler,
-                    r.run.case.workload,
-                    r.error.as_deref().unwrap_or("?")
-                )
-            })
-            .collect(),
+        failed: report::failed_runs(&res.runs, |r| {
+            format!("{} {} {}", r.device, r.scheduler, r.case.workload)
+        }),
         charts,
         tables: table_markdown(res),
         raw_runs: "fio's own output per run under `runs/`.",

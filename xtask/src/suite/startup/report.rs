@@ -261,20 +261,9 @@ pub fn write(dir: &Path, res: &StartupResults) -> Result<()> {
                  over runs of the start-up time under the readers divided by the same run's time \
                  alone. Readers' MB/s is their aggregate over the whole run."
             .into(),
-        failed: res
-            .runs
-            .iter()
-            .filter(|r| !r.ok)
-            .map(|r| {
-                format!(
-                    "{} {} (repeat {}): {}",
-                    r.run.device,
-                    r.run.scheduler,
-                    r.run.repeat,
-                    r.error.as_deref().unwrap_or("?")
-                )
-            })
-            .collect(),
+        failed: report::failed_runs(&res.runs, |r| {
+            format!("{} {} (repeat {})", r.device, r.scheduler, r.repeat)
+        }),
         charts,
         tables: table_markdown(res),
         raw_runs: "per run under `runs/`: `<id>.json` (the start-up) and `<id>.readers.json` (fio).",
