@@ -6,9 +6,11 @@
 #
 # job.env gives DEVICES (block device paths), SCHEDULERS (every scheduler
 # that must be offered), TESTS (which top-level tests to run, default all),
-# SLOW_DEV (the slow, shallow null_blk device) and FAIRNESS_SCHEDULERS (the
-# schedulers the fairness test judges: rust-bfq once it is built; C bfq is
-# measured beside it as the reference).
+# SLOW_DEV (the slow, shallow null_blk device), STARVE_DEV (read_starvation's
+# device) and FAIRNESS_SCHEDULERS (the schedulers the fairness test judges:
+# rust-bfq once it is built; C bfq is measured beside it as the reference).
+# The devices are configs/devices/guest.toml's; setup_guest (lib.sh) made
+# the null_blk ones.
 . "$(dirname "$(readlink -f "$0")")/lib.sh"
 [ -f /run/out/job.env ] && . /run/out/job.env
 
@@ -322,8 +324,8 @@ nr_requests_under_io() {
 	done
 }
 
-# --- read_starvation: a slow null_blk device (4 ms per request, 2 at a
-# time) with a deep write queue (nr_requests and async_depth 256; 192 writes
+# --- read_starvation: a slow null_blk device (STARVE_DEV: 4 ms per
+# request, 2 at a time) with a deep write queue (nr_requests and async_depth 256; 192 writes
 # in flight, so the reader always finds a tag); one synchronous reader runs
 # beside the write flood, each fio job on its own CPU (so the reader reaps
 # its completions promptly). Under rust-deadline (read_expire 100 ms,
@@ -336,25 +338,23 @@ nr_requests_under_io() {
 # reads are preferred, so they usually wait about one batch. mq-deadline's
 # figures under the same load are printed for comparison.
 read_starvation() {
-	# nullb9: nullb1 is the slow device lib.sh makes (configs/devices/guest.toml).
 	if ! rd_available; then
 		echo "rust_deadline not built" > /tmp/skip
 		out "    1..0"
 		return
 	fi
-	local d=/sys/kernel/config/nullb/nullb9 dev=/dev/nullb9 s n=0
-	mkdir -p "$d" || { echo "no null_blk configfs" > /tmp/skip; out "    1..0"; return; }
-	echo 256 > "$d/size"; echo 0 > "$d/memory_backed"; echo 2 > "$d/irqmode"
-	echo 4000000 > "$d/completion_nsec"; echo 2 > "$d/hw_queue_depth"
-	echo 1 > "$d/submit_queues"; echo 512 > "$d/blocksize"; echo 2 > "$d/queue_mode"
-	echo 1 > "$d/power"
-	local i
-	for i in $(seq 50); do [ -b $dev ] && break; sleep 0.1; done
+	local dev=$STARVE_DEV s n=0
+	if [ -z "$dev" ] || [ ! -b "$dev" ]; then
+		out "    1..1"
+		out "    not ok 1 starve_device # no device (STARVE_DEV='$dev')"
+		return
+	fi
 	out "    1..1"
-	local expire=100 batch=16 depth=2
+	local expire=100 batch=16 depth q
+	depth=$(cat "/sys/kernel/config/nullb/$(devname "$dev")/hw_queue_depth")
+	q=/sys/block/$(devname "$dev")/queue
 	for s in "$RD" mq-deadline; do
 		[ "$s" = "$RD" ] && n=$((n + 1))
-		local q=/sys/block/nullb9/queue
 		if ! set_sched $dev "$s"; then
 			out "    not ok $n $s # cannot select"
 			continue
@@ -392,9 +392,7 @@ read_starvation() {
 			out "    not ok $n $s # TODO latency bound is host-load sensitive under TCG (issue 4)"
 		fi
 	done
-	set_sched $dev none
-	echo 0 > "$d/power"
-	rmdir "$d"
+	set_sched "$dev" none
 }
 
 # --- fairness: two sequential readers (fio, direct I/O, 16 KiB, libaio
@@ -411,13 +409,12 @@ read_starvation() {
 # (With one request in flight per reader, as dd gives, BFQ does not
 # reach 1:2 on this device: it injects the other reader's request into the
 # second device slot while the in-service reader thinks, as it is built to.)
-# FAIRNESS_SCHEDULERS (ours: rust-bfq) are judged. FAIRNESS_CONTROL
+# FAIRNESS_SCHEDULERS (job.env: ours, rust-bfq once built) are judged. FAIRNESS_CONTROL
 # schedulers are measured the same way and only reported: mq-deadline (no
 # weights) shows what the test tells apart, C bfq is the reference (it
 # measured 1.64 to 2.31 here, so judging it would judge the host).
 FAIR_SECS=${FAIR_SECS:-20}
 FAIR_WARMUP=${FAIR_WARMUP:-5}
-FAIRNESS_SCHEDULERS=${FAIRNESS_SCHEDULERS-rust-bfq}
 FAIRNESS_CONTROL=${FAIRNESS_CONTROL-mq-deadline bfq}
 
 # One fairness reader: ionice level $1, device $2, from byte $3, $4 bytes,

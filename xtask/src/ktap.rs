@@ -7,7 +7,10 @@
 //! The verdict is strict: a run passes only if every test passes or is
 //! skipped, every planned test has a result, and the structure is whole.
 
+use anyhow::{bail, Context, Result};
 use std::fmt;
+use std::fs;
+use std::path::Path;
 
 /// A test's outcome.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -389,6 +392,26 @@ pub fn console_problems(console: &str) -> Vec<String> {
         i = end;
     }
     out
+}
+
+/// `cargo xtask ktap`: the verdict on a KTAP log, and on a console log's
+/// kernel reports.
+pub fn cmd(file: &Path, console: Option<&Path>) -> Result<()> {
+    let text = fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    let r = parse(&text, &file.display().to_string());
+    println!("{r}");
+    let mut ok = r.passed();
+    if let Some(c) = console {
+        let problems = console_problems(&fs::read_to_string(c)?);
+        for p in &problems {
+            println!("kernel trouble in {}:\n{p}", c.display());
+        }
+        ok &= problems.is_empty();
+    }
+    if !ok {
+        bail!("KTAP verdict: fail");
+    }
+    Ok(())
 }
 
 #[cfg(test)]
