@@ -176,6 +176,8 @@ struct Level {
     problems: Vec<String>,
 }
 
+// Long: one state machine over a level's lines; its arms share the
+// level's state and read best side by side.
 fn parse_level(ls: &[Line<'_>], pos: &mut usize, indent: usize, what: &str) -> Level {
     let mut lv = Level {
         version: None,

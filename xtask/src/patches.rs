@@ -51,6 +51,8 @@ fn git(dir: &Path, index: Option<&Path>) -> Command {
     c
 }
 
+// Long: the series' steps in order (scratch repo, one commit per patch,
+// format-patch, cover letter), each a few lines.
 /// Builds the series into `out`; returns the patch files.
 pub fn write_series(src: &Path, out: &Path, results: Option<&str>) -> Result<Vec<PathBuf>> {
     let root = util::repo_root();

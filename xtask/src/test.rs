@@ -114,6 +114,8 @@ struct GuestOutcome {
     problems: Vec<String>,
 }
 
+// Long: one boot's steps in order (kernel, modules, devices, boot, KTAP,
+// console, verdict), each a few lines.
 /// Boots one kernel flavour and runs the in-guest suite.
 fn guest_tests(k: &KernelArgs, g: &GuestArgs, tests: &[String]) -> Result<GuestOutcome> {
     let root = util::repo_root();

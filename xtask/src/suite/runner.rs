@@ -67,6 +67,8 @@ impl QemuBench {
     }
 }
 
+// Long: the runner's pipeline (plan, job, boot, collect, results,
+// report, verdict) in the order it happens, so a suite author reads it once.
 /// Runs `suite` as a `K` suite.
 pub fn run<K: Kind>(o: &QemuBench, suite: &Suite) -> Result<()> {
     let started_at = Instant::now();

@@ -116,6 +116,8 @@ fn insns_markdown(res: &Results) -> String {
     s
 }
 
+// Long: an SVG drawn top to bottom (axes, groups, bars, whiskers,
+// legend); the coordinates it shares would otherwise travel as arguments.
 /// A grouped bar chart of IOPS relative to `none` for one device: a group
 /// per workload, a bar per scheduler, whiskers at ± one standard deviation.
 pub fn ratio_chart_svg(device: &str, rows: &[&Summary], schedulers: &[String]) -> String {

@@ -105,6 +105,8 @@ pub fn table_markdown(res: &StartupResults) -> String {
     s
 }
 
+// Long: an SVG drawn top to bottom (axes, bars, whiskers, dots, labels);
+// the coordinates it shares would otherwise travel as arguments.
 /// A horizontal bar chart of start-up time per scheduler (mean, whiskers
 /// at ± one standard deviation, each run as a dot).
 pub fn chart_svg(
