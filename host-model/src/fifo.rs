@@ -5,10 +5,13 @@
 //! in the simulation they pass through this first-in, first-out queue,
 //! which adds no wait of its own). The baseline the others are compared to.
 
+use ironlift_policy::completions::{CompletionLog, LogWords};
+use ironlift_policy::sched::SchedPolicy;
 use ironlift_policy::{
-    Dispatch, MergeProbe, Nanos, Policy, RequestDesc, Sector, Tag, TunableError,
+    Dispatch, MergeProbe, Nanos, Op, Policy, RequestDesc, Sector, Tag, TunableError,
 };
 use std::collections::VecDeque;
+use std::ffi::CStr;
 
 /// A first-in, first-out queue of tags.
 #[derive(Debug, Default)]
@@ -54,5 +57,20 @@ impl Policy for Fifo {
     }
     fn set_tunable(&mut self, _: &str, _: &str) -> Result<(), TunableError> {
         Err(TunableError::UnknownName)
+    }
+}
+
+/// No module around it: completions decide nothing, no idling, no depth
+/// limits, no tunables.
+impl SchedPolicy for Fifo {
+    type Log<W: LogWords> = CompletionLog<W>;
+    const TUNABLES: &'static [&'static CStr] = &[];
+    const DEPTH_LIMITS: &'static [(Op, bool)] = &[];
+
+    fn depth_limit_index(_: Op, _: bool) -> Option<usize> {
+        None
+    }
+    fn depth_limit(&self, _: Op, _: bool, _: u32, _: usize) -> Option<u32> {
+        None
     }
 }

@@ -5,7 +5,8 @@
 
 use crate::device::Device;
 use crate::fifo::Fifo;
-use crate::sim::{bfq, deadline, Machine, Reader, Sim, SimPolicy, SEC};
+use crate::sim::{bfq, deadline, Machine, Reader, Sim, SEC};
+use ironlift_policy::sched::SchedPolicy;
 use ironlift_policy::Nanos;
 
 /// A scheduler the simulation can run.
@@ -60,7 +61,7 @@ pub fn run(
     window: (Nanos, Nanos),
     until: Nanos,
 ) -> Outcome {
-    fn go<P: SimPolicy>(mut sim: Sim<P>, until: Nanos) -> Outcome {
+    fn go<P: SchedPolicy>(mut sim: Sim<P>, until: Nanos) -> Outcome {
         sim.run(until);
         let app = sim
             .readers

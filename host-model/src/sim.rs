@@ -5,16 +5,17 @@
 //! and restart, the idle timer), a [`Device`], fio-like readers and an
 //! application reading files one at a time (reads only: writes are not
 //! simulated yet). Deterministic: the same run gives the same bytes.
-//! Completions reach the BFQ policy as in rust-bfq, through its `TimedLog`
-//! (deferred while nothing is queued), unless told to hand them over at
-//! once.
+//! Around the policy runs the modules' own core ([`Core`] and [`Shared`],
+//! as the kernel glue runs them), whose effects the simulation carries
+//! out: completions reach the policy as in the module (for BFQ through a
+//! `TimedLog`, deferred while nothing is queued), unless told to hand them
+//! over at once.
 
 use crate::device::Device;
-use crate::fifo::Fifo;
-use ironlift_policy::bfq::{AfterCompletion, Bfq, IssuerSlot, ReqSlot};
-use ironlift_policy::completions::{words_for, DrainBatch, TimedLog};
+use ironlift_policy::bfq::{Bfq, IssuerSlot, ReqSlot};
 use ironlift_policy::deadline::{Deadline, Slot};
-use ironlift_policy::{Dispatch, IoPrio, Nanos, Op, Policy, PrioClass, RequestDesc, NSEC_PER_MSEC};
+use ironlift_policy::sched::{Core, Effect, SchedPolicy, Shared};
+use ironlift_policy::{IoPrio, Nanos, Op, PrioClass, RequestDesc, TunableError, NSEC_PER_MSEC};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::sync::atomic::AtomicU64;
@@ -23,46 +24,6 @@ use std::sync::atomic::AtomicU64;
 pub type B = Bfq<Vec<ReqSlot>, Vec<IssuerSlot>>;
 /// The deadline policy over a vector.
 pub type D = Deadline<Vec<Slot>>;
-
-/// What the simulation needs of a policy beyond [`Policy`]: what its module
-/// does on a completion.
-pub trait SimPolicy: Policy {
-    /// The end of the idle slice the policy waits in, if it idles.
-    fn idling_until(&self) -> Option<Nanos> {
-        None
-    }
-    /// What a completion must trigger (rust-bfq's `finish_request` asks
-    /// the policy; rust-deadline's triggers nothing).
-    fn after_completion(&mut self) -> AfterCompletion {
-        AfterCompletion::Nothing
-    }
-    /// The policy's own consistency check, run after every event.
-    fn check(&self) -> Result<(), &'static str>;
-}
-
-impl SimPolicy for B {
-    fn idling_until(&self) -> Option<Nanos> {
-        Bfq::idling_until(self)
-    }
-    fn after_completion(&mut self) -> AfterCompletion {
-        Bfq::after_completion(self)
-    }
-    fn check(&self) -> Result<(), &'static str> {
-        self.check_invariants()
-    }
-}
-
-impl SimPolicy for D {
-    fn check(&self) -> Result<(), &'static str> {
-        self.check_invariants()
-    }
-}
-
-impl SimPolicy for Fifo {
-    fn check(&self) -> Result<(), &'static str> {
-        Ok(())
-    }
-}
 
 /// A millisecond.
 pub const MS: Nanos = NSEC_PER_MSEC;
@@ -160,12 +121,20 @@ impl ReaderState {
     }
 }
 
+/// Storage of the module core's completion log.
+type Words = Vec<AtomicU64>;
+
 /// The block layer, the module around the policy and a device, in
 /// simulated time.
-pub struct Sim<P> {
+pub struct Sim<P: SchedPolicy> {
     m: Machine,
-    /// The policy.
-    pub b: P,
+    /// The module core around the policy, behind the scheduler lock.
+    core: Core<P>,
+    /// Its lock-free part.
+    shared: Shared<P, Words>,
+    /// Whether completions reach the policy as the module hands them over
+    /// ([`Shared::finish`]), rather than at once, each under the lock.
+    defer: bool,
     dev: Box<dyn Device>,
     now: Nanos,
     seq: u64,
@@ -194,10 +163,6 @@ pub struct Sim<P> {
     /// See `occupancy`.
     pub withheld: u128,
     last_sample: Nanos,
-    /// rust-bfq's completion log, if completions are deferred as there.
-    defer: Option<TimedLog<Vec<AtomicU64>, Vec<AtomicU64>>>,
-    /// Where the drains sort, kept as rust-bfq keeps it.
-    drain_batch: DrainBatch,
     /// Completions that were deferred (did not take the lock).
     pub deferred: u64,
     /// Requests completed inside the measured window.
@@ -225,11 +190,11 @@ pub fn deadline(m: &Machine) -> D {
     d
 }
 
-impl<P: SimPolicy> Sim<P> {
+impl<P: SchedPolicy> Sim<P> {
     /// A simulation of `readers` on `dev` under policy `b`, measuring
     /// bytes, occupancy and holding over `window`. With `defer`, completions
-    /// reach the policy as in rust-bfq (see [`TimedLog`]); otherwise at
-    /// once, each under the lock.
+    /// reach the policy as in its module ([`SchedPolicy::Log`]); otherwise
+    /// at once, each under the lock.
     pub fn new(
         m: Machine,
         dev: Box<dyn Device>,
@@ -239,9 +204,15 @@ impl<P: SimPolicy> Sim<P> {
         defer: bool,
     ) -> Self {
         let depth = dev.depth();
+        let words = |n| (0..n).map(|_| AtomicU64::new(0)).collect();
+        let (bitmap, times) = Shared::<P, Words>::log_words(m.sched_tags);
+        let shared = Shared::new(words(bitmap), words(times), m.sched_tags as u32);
+        let core = Core::new(b, m.sched_tags, &shared);
         let mut s = Sim {
             m,
-            b,
+            core,
+            shared,
+            defer,
             dev,
             now: 0,
             seq: 0,
@@ -276,17 +247,8 @@ impl<P: SimPolicy> Sim<P> {
             occupancy: 0,
             withheld: 0,
             last_sample: 0,
-            drain_batch: DrainBatch::default(),
             deferred: 0,
             requests: 0,
-            defer: defer.then(|| {
-                TimedLog::new(
-                    (0..words_for(m.sched_tags))
-                        .map(|_| AtomicU64::new(0))
-                        .collect(),
-                    (0..m.sched_tags).map(|_| AtomicU64::new(0)).collect(),
-                )
-            }),
         };
         for (r, cfg) in readers.iter().enumerate() {
             if cfg.count != 0 {
@@ -300,6 +262,20 @@ impl<P: SimPolicy> Sim<P> {
         s
     }
 
+    /// The policy.
+    pub fn policy(&self) -> &P {
+        self.core.policy()
+    }
+
+    /// Writes a tunable by name, as its sysfs file does.
+    pub fn set_tunable(&mut self, name: &str, text: &str) -> Result<(), TunableError> {
+        let index = P::TUNABLES
+            .iter()
+            .position(|t| t.to_bytes() == name.as_bytes())
+            .ok_or(TunableError::UnknownName)?;
+        self.core.set_tunable(&self.shared, index, text)
+    }
+
     /// Accounts the time from the last event to `t`.
     fn sample(&mut self, t: Nanos) {
         let from = self.last_sample.max(self.window.0);
@@ -307,7 +283,7 @@ impl<P: SimPolicy> Sim<P> {
         if to > from {
             let dt = u128::from(to - from);
             self.occupancy += dt * self.busy as u128;
-            if self.b.has_work() {
+            if self.policy().has_work() {
                 self.withheld += dt * (self.device.len() - self.busy) as u128;
             }
         }
@@ -359,7 +335,7 @@ impl<P: SimPolicy> Sim<P> {
                 }
                 _ => {}
             }
-            if let Err(e) = self.b.check() {
+            if let Err(e) = self.policy().check_invariants() {
                 panic!("invariant broken at {} ns: {e}", self.now);
             }
         }
@@ -396,7 +372,7 @@ impl<P: SimPolicy> Sim<P> {
             q.sectors += bs;
             q.ios += 1;
             let n = q.sectors;
-            self.b.back_merged(t, n);
+            self.core.back_merged(t, n);
         } else if let Some(t) = (0..self.reqs.len()).find(|&t| self.reqs[t].is_none()) {
             self.reqs[t] = Some(Req {
                 reader: r,
@@ -416,12 +392,11 @@ impl<P: SimPolicy> Sim<P> {
                 issuer: r,
                 arrival: self.now,
             };
-            self.hand_over();
-            self.b.insert(t, &desc, false, self.now);
-            if self.timer_at.is_some() && self.b.idling_until().is_none() {
-                self.cancel_timer();
-            }
-            self.publish();
+            let now = self.now;
+            self.core.begin_insert(&self.shared, now);
+            self.core.insert(t, &desc, false, now);
+            let effect = self.core.end_insert(&self.shared, now);
+            self.carry_out(effect);
             self.run_queue();
         } else {
             self.readers[r].blocked_on_tag = true;
@@ -434,39 +409,28 @@ impl<P: SimPolicy> Sim<P> {
         self.schedule_submit(r);
     }
 
-    /// rust-bfq's `finish_request` up to the lock: whether the completion
-    /// of `t` reached the policy now (it did unless it was deferred).
-    fn finish(&mut self, t: usize) -> bool {
-        let Some(l) = &self.defer else {
-            self.b.completed(t, self.now);
-            return true;
-        };
-        l.set_time(t, self.now);
-        if !l.complete(t, || unreachable!("the time was given")) {
+    /// The module's `completed_request` and `finish_request` for `t`: what
+    /// the completion calls for, if it reached the policy now (it did
+    /// unless it was deferred).
+    fn finish(&mut self, t: usize) -> Option<Effect> {
+        let now = self.now;
+        self.shared.completed(t, now);
+        let lock = self.shared.finish(t, || now);
+        if self.defer && !lock {
             self.deferred += 1;
-            return false;
+            return None;
         }
-        self.hand_over();
-        true
+        Some(self.core.finished(&self.shared, || now))
     }
 
-    /// Hands the deferred completions to the policy (rust-bfq's `drain`,
-    /// first in every hook that lets the policy decide).
-    fn hand_over(&mut self) {
-        if let Some(l) = &self.defer {
-            let b = &mut self.b;
-            l.drain(&mut self.drain_batch, |tag, at| b.completed(tag, at));
-        }
-    }
-
-    /// rust-bfq's `publish`, last in those hooks.
-    fn publish(&mut self) {
-        let Some(l) = &self.defer else {
-            return;
-        };
-        if l.set_busy(self.b.has_work()) {
-            self.hand_over();
-            let _ = self.b.after_completion();
+    /// Carries out what the module core asked for.
+    fn carry_out(&mut self, effect: Effect) {
+        match effect {
+            Effect::Nothing => {}
+            Effect::ArmRerun(at) => self.arm_timer(at),
+            Effect::CancelRerun => self.cancel_timer(),
+            Effect::RerunNow => self.arm_timer(self.now),
+            Effect::RunAsync => self.run_queue(),
         }
     }
 
@@ -511,12 +475,9 @@ impl<P: SimPolicy> Sim<P> {
             }
             self.dispatch_list.pop_front();
         }
-        while self.b.has_work() {
-            self.hand_over();
-            let d = self.b.dispatch(self.now);
-            self.publish();
-            match d {
-                Dispatch::Request(t) => {
+        while self.policy().has_work() {
+            match self.core.dispatch(&self.shared, self.now, Some) {
+                (Some(t), _) => {
                     self.out[t] = true;
                     if !self.start_on_device(t) {
                         // No driver tag: the request goes to the dispatch
@@ -528,11 +489,11 @@ impl<P: SimPolicy> Sim<P> {
                         return;
                     }
                 }
-                Dispatch::IdleUntil(u) => {
+                (None, Effect::ArmRerun(u)) => {
                     self.arm_timer(u);
                     return;
                 }
-                Dispatch::Empty => {
+                (None, _) => {
                     self.delayed_gen += 1;
                     let g = self.delayed_gen;
                     self.at(self.now + 3 * MS, Ev::DelayedRun(g));
@@ -548,7 +509,7 @@ impl<P: SimPolicy> Sim<P> {
             .expect("a request completes in its slot");
         self.busy -= 1;
         self.out[t] = false;
-        let told = self.finish(t);
+        let effect = self.finish(t);
         let q = self.reqs[t].take().unwrap();
         let rs = &mut self.readers[q.reader];
         if self.now > self.window.0 && self.now <= self.window.1 {
@@ -561,15 +522,11 @@ impl<P: SimPolicy> Sim<P> {
             rs.to_submit += q.ios;
             self.schedule_submit(q.reader);
         }
-        // The module's finish_request, if the completion took the lock.
-        let mut run = false;
-        if told {
-            match self.b.after_completion() {
-                AfterCompletion::RunAt(u) => self.arm_timer(u),
-                AfterCompletion::RunNow => run = true,
-                AfterCompletion::Nothing => {}
-            }
-            self.publish();
+        // What the completion called for, if it took the lock; the run
+        // after the unlock, below.
+        let run = effect == Some(Effect::RunAsync);
+        if let Some(effect) = effect.filter(|_| !run) {
+            self.carry_out(effect);
         }
         // The freed scheduler tag wakes a sleeper, which tries again at
         // once: it sleeps inside its submission, its CPU work done.

@@ -8,7 +8,8 @@
 
 use ironlift_host_model::device::{Device, Fixed};
 use ironlift_host_model::scenario::{self, fio, startup, Outcome, Scheduler};
-use ironlift_host_model::sim::{bfq, deadline, Machine, Reader, Sim, SimPolicy, MS, SEC};
+use ironlift_host_model::sim::{bfq, deadline, Machine, Reader, Sim, MS, SEC};
+use ironlift_policy::sched::SchedPolicy;
 use ironlift_policy::{Nanos, Policy};
 use std::cell::Cell;
 
@@ -23,7 +24,7 @@ thread_local! {
 }
 
 /// A simulation as the thread's tests set it up.
-fn sim<P: SimPolicy>(
+fn sim<P: SchedPolicy>(
     m: Machine,
     dev: &Fixed,
     b: P,
@@ -41,7 +42,7 @@ fn sim<P: SimPolicy>(
 }
 
 /// Runs `s` to `until`, counting its deferred completions.
-fn run<P: SimPolicy>(s: &mut Sim<P>, until: Nanos) {
+fn run<P: SchedPolicy>(s: &mut Sim<P>, until: Nanos) {
     s.run(until);
     DEFERRED.set(DEFERRED.get() + s.deferred);
 }
@@ -207,7 +208,7 @@ fn randread_run(service: Nanos, submit_cost: Nanos, strict: bool) -> (u64, f64, 
     let window = (SEC, 2 * SEC);
     let mut s = sim(m, &dev, bfq(&m, &dev, readers.len()), &readers, window);
     if strict {
-        s.b.set_tunable("strict_guarantees", "1").unwrap();
+        s.set_tunable("strict_guarantees", "1").unwrap();
     }
     run(&mut s, window.1);
     let span = (window.1 - window.0) as f64;
@@ -252,7 +253,7 @@ const NULLB_SLOW: StartupDevice = StartupDevice {
 /// at a time, [`APP_THINK`] of CPU between them, while 4 greedy sequential
 /// readers have run for a head start; and the same application alone) on
 /// `dev`. Returns (loaded, alone) start-up times.
-fn startup_run<P: SimPolicy>(
+fn startup_run<P: SchedPolicy>(
     make: impl Fn(&Machine, &dyn Device, usize) -> P,
     dev: StartupDevice,
 ) -> (Nanos, Nanos) {

@@ -274,3 +274,116 @@ impl Default for DrainBatch {
         DrainBatch([(0, 0); DRAIN_BATCH])
     }
 }
+
+/// Storage a completion log lives in: atomic words, shared between CPUs.
+pub trait LogWords: AsRef<[AtomicU64]> + Send + Sync {}
+
+impl<T: AsRef<[AtomicU64]> + Send + Sync> LogWords for T {}
+
+/// A completion log as a module core ([`super::sched`]) uses it: written
+/// lock-free by the completion path, drained under the scheduler lock.
+/// The policy chooses which ([`super::sched::SchedPolicy::Log`]):
+/// [`CompletionLog`] when completions decide nothing by themselves (they
+/// are handed over at the next insertion or dispatch, with its time, and
+/// the completion path never takes the lock), [`TimedLog`] when a
+/// completion may call for a queue run while requests wait.
+pub trait Completions<W>: Sized {
+    /// Whether completions carry their own times, which the block layer's
+    /// `completed_request` gives ([`Completions::set_time`]).
+    const TIMED: bool;
+
+    /// The words of storage the log needs for `tags` tags: (bitmap, times).
+    fn words(tags: usize) -> (usize, usize);
+
+    /// A log over `bitmap` and `times`, sized by [`Completions::words`],
+    /// all zero.
+    fn with_words(bitmap: W, times: W) -> Self;
+
+    /// Notes when `tag` completed (see [`TimedLog::set_time`]).
+    fn set_time(&self, tag: usize, now: u64);
+
+    /// Records that `tag` is done; whether the caller must take the
+    /// scheduler lock now and drain (see [`TimedLog::complete`]).
+    fn complete(&self, tag: usize, clock: impl FnOnce() -> u64) -> bool;
+
+    /// Says whether the policy holds queued requests; whether the caller
+    /// must drain again (see [`TimedLog::set_busy`]).
+    fn set_busy(&self, busy: bool) -> bool;
+
+    /// Hands every recorded completion to `f(tag, time)` and forgets it;
+    /// completions without a time of their own get `now()`. Under the
+    /// scheduler lock.
+    fn drain(&self, batch: &mut DrainBatch, now: impl FnOnce() -> u64, f: impl FnMut(usize, u64));
+}
+
+impl<W: AsRef<[AtomicU64]>> Completions<W> for CompletionLog<W> {
+    const TIMED: bool = false;
+
+    fn words(tags: usize) -> (usize, usize) {
+        (words_for(tags), 0)
+    }
+
+    fn with_words(bitmap: W, _times: W) -> Self {
+        CompletionLog::new(bitmap)
+    }
+
+    #[inline]
+    fn set_time(&self, _tag: usize, _now: u64) {}
+
+    #[inline]
+    fn complete(&self, tag: usize, _clock: impl FnOnce() -> u64) -> bool {
+        self.record(tag);
+        false
+    }
+
+    #[inline]
+    fn set_busy(&self, _busy: bool) -> bool {
+        false
+    }
+
+    #[inline]
+    fn drain(
+        &self,
+        _batch: &mut DrainBatch,
+        now: impl FnOnce() -> u64,
+        mut f: impl FnMut(usize, u64),
+    ) {
+        if self.is_empty() {
+            return;
+        }
+        let now = now();
+        CompletionLog::drain(self, |tag| f(tag, now));
+    }
+}
+
+impl<W: AsRef<[AtomicU64]>> Completions<W> for TimedLog<W, W> {
+    const TIMED: bool = true;
+
+    fn words(tags: usize) -> (usize, usize) {
+        (words_for(tags), tags)
+    }
+
+    fn with_words(bitmap: W, times: W) -> Self {
+        TimedLog::new(bitmap, times)
+    }
+
+    #[inline]
+    fn set_time(&self, tag: usize, now: u64) {
+        TimedLog::set_time(self, tag, now);
+    }
+
+    #[inline]
+    fn complete(&self, tag: usize, clock: impl FnOnce() -> u64) -> bool {
+        TimedLog::complete(self, tag, clock)
+    }
+
+    #[inline]
+    fn set_busy(&self, busy: bool) -> bool {
+        TimedLog::set_busy(self, busy)
+    }
+
+    #[inline]
+    fn drain(&self, batch: &mut DrainBatch, _now: impl FnOnce() -> u64, f: impl FnMut(usize, u64)) {
+        TimedLog::drain(self, batch, f);
+    }
+}

@@ -16,6 +16,9 @@ pub mod bfq;
 pub mod completions;
 pub mod deadline;
 mod intrusive;
+pub mod sched;
+pub mod sched_bfq;
+pub mod sched_deadline;
 pub mod types;
 
 pub use types::*;

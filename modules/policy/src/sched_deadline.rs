@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! [`Deadline`] as a module core runs it ([`super::sched`]): completions
+//! decide nothing by themselves, so they go through a lock-free
+//! [`CompletionLog`] and reach the policy at the next insertion or
+//! dispatch, as `dd_finish_request()` takes no lock; no idling; depth
+//! limits from `async_depth` alone.
+
+use super::completions::{CompletionLog, LogWords};
+use super::deadline::{Deadline, Slot};
+use super::sched::SchedPolicy;
+use super::types::{Op, Policy};
+use core::ffi::CStr;
+
+impl<S> SchedPolicy for Deadline<S>
+where
+    S: AsRef<[Slot]> + AsMut<[Slot]>,
+{
+    type Log<W: LogWords> = CompletionLog<W>;
+
+    const TUNABLES: &'static [&'static CStr] = &[
+        c"read_expire",
+        c"write_expire",
+        c"writes_starved",
+        c"front_merges",
+        c"async_depth",
+        c"fifo_batch",
+        c"prio_aging_expire",
+    ];
+
+    const DEPTH_LIMITS: &'static [(Op, bool)] = &[
+        (Op::Write, false),
+        (Op::Write, true),
+        (Op::Flush, false),
+        (Op::Flush, true),
+        (Op::Discard, false),
+        (Op::Discard, true),
+    ];
+
+    /// As `dd_limit_depth()`, reads (all synchronous) are never limited
+    /// and never looked up.
+    #[inline]
+    fn depth_limit_index(op: Op, sync: bool) -> Option<usize> {
+        let op = match op {
+            Op::Read => return None,
+            Op::Write => 0,
+            Op::Flush => 1,
+            Op::Discard => 2,
+        };
+        Some(op * 2 + usize::from(sync))
+    }
+
+    /// `async_depth`, which the policy keeps within `nr_requests`.
+    fn depth_limit(&self, op: Op, sync: bool, _nr_requests: u32, _capacity: usize) -> Option<u32> {
+        self.async_depth_limit(op, sync)
+    }
+
+    fn depth_updated(&mut self, nr_requests: u32) {
+        Deadline::depth_updated(self, nr_requests);
+    }
+
+    fn check_invariants(&self) -> Result<(), &'static str> {
+        Deadline::check_invariants(self)
+    }
+}
