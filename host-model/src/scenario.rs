@@ -104,11 +104,39 @@ pub fn fio(start: u64, bs: u32, iodepth: u32, random_blocks: u64) -> Reader {
     }
 }
 
-/// The startup suite: 4 greedy sequential readers (64 KiB, iodepth 2) and
-/// an application that starts after they have run for `head_start`,
-/// reading 170 small files one at a time with 3.6 ms of CPU between them.
-/// Returns the loaded readers (the application last) and the application
-/// alone, starting at 0.
+/// The startup suite's file: its `[startup]` table describes the greedy
+/// readers the model runs.
+const STARTUP_SUITE: &str = include_str!("../../configs/suites/startup.toml");
+
+/// The startup suite's greedy readers: how many (`readers`), and each
+/// one's request size in sectors and iodepth (`--bs` and `--iodepth` in
+/// `reader_fio`).
+fn startup_readers() -> (u32, u32, u32) {
+    let suite: toml::Table = STARTUP_SUITE
+        .parse()
+        .expect("configs/suites/startup.toml parses");
+    let t = suite["startup"].as_table().expect("a [startup] table");
+    let readers = t["readers"].as_integer().expect("readers");
+    let fio = t["reader_fio"].as_str().expect("reader_fio");
+    let arg = |name: &str| {
+        fio.split_whitespace()
+            .find_map(|a| a.strip_prefix(name))
+            .unwrap_or_else(|| panic!("reader_fio has no {name}"))
+    };
+    let bs = arg("--bs=");
+    let kib: u32 = bs
+        .strip_suffix('k')
+        .and_then(|k| k.parse().ok())
+        .unwrap_or_else(|| panic!("reader_fio: --bs={bs} is not <n>k"));
+    let iodepth = arg("--iodepth=").parse().expect("--iodepth=<n>");
+    (readers as u32, kib * 2, iodepth)
+}
+
+/// The startup suite: its greedy sequential readers
+/// (configs/suites/startup.toml) and an application that starts after they
+/// have run for `head_start`, reading 170 small files one at a time with
+/// 3.6 ms of CPU between them. Returns the loaded readers (the application
+/// last) and the application alone, starting at 0.
 pub fn startup(head_start: Nanos) -> (Vec<Reader>, Reader) {
     let app = Reader {
         level: 4,
@@ -120,17 +148,14 @@ pub fn startup(head_start: Nanos) -> (Vec<Reader>, Reader) {
         count: 170,
         start_at: head_start,
     };
-    let greedy = |start| Reader {
-        submit_cost: 20_000,
-        ..fio(start, 128, 2, 0)
-    };
-    let loaded = vec![
-        greedy(1 << 22),
-        greedy(1 << 23),
-        greedy(1 << 24),
-        greedy(1 << 25),
-        app,
-    ];
+    let (readers, bs, iodepth) = startup_readers();
+    let mut loaded: Vec<Reader> = (0..readers)
+        .map(|i| Reader {
+            submit_cost: 20_000,
+            ..fio(1 << (22 + i), bs, iodepth, 0)
+        })
+        .collect();
+    loaded.push(app);
     (loaded, Reader { start_at: 0, ..app })
 }
 
@@ -151,4 +176,19 @@ pub fn startup_time(
 pub fn alone_time(m: Machine, dev: Box<dyn Device>) -> Option<Nanos> {
     let (_, alone) = startup(0);
     run(m, dev, Scheduler::None, &[alone], (0, 0), 120 * SEC).app
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_startup_readers_are_the_suite_files() {
+        let (readers, bs, iodepth) = super::startup_readers();
+        assert!(readers >= 1 && bs >= 1 && iodepth >= 1);
+        let (loaded, alone) = super::startup(7);
+        assert_eq!(loaded.len(), readers as usize + 1);
+        assert!(loaded[..readers as usize]
+            .iter()
+            .all(|r| r.bs == bs && r.iodepth == iodepth && r.count == 0));
+        assert_eq!((loaded[readers as usize].start_at, alone.start_at), (7, 0));
+    }
 }

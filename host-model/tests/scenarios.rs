@@ -103,7 +103,7 @@ fn weights_1_to_2_give_bytes_1_to_2() {
 /// The fairness test's device and readers again, with completions up to
 /// 20 µs late as a guest's timer delivers them: what the scheduler merges
 /// decides the throughput there. In the guest (`cargo xtask test`, the
-/// fairness test's lines, session 15): mq-deadline 40-51 MB/s in 56-61 KiB
+/// fairness test's lines, 2026-12-02): mq-deadline 40-51 MB/s in 56-61 KiB
 /// requests at 1:1, rust-bfq 11 MB/s in 17 KiB requests at 2.0; the model
 /// gives deadline 46 MB/s in 45 KiB. Without the jitter the model's two
 /// device slots stay in step and every scheduler sends 16 KiB.
@@ -242,7 +242,8 @@ struct StartupDevice {
     head_start: Nanos,
 }
 
-/// nullb-slow with the head start of sessions 4 and 5.
+/// nullb-slow with a head start of the readers shorter than BFQ's weight
+/// raising (`docs/measurements/2026-11-30-startup-head-start.md`).
 const NULLB_SLOW: StartupDevice = StartupDevice {
     service: 2 * MS,
     head_start: 10 * SEC,
@@ -292,7 +293,7 @@ fn ms(t: Nanos) -> f64 {
 
 #[test]
 fn startup_under_readers_bfq_near_alone_deadline_not() {
-    // The guest's startup suite (session 5): alone 0.96 s; loaded, rust-bfq
+    // The guest's startup suite on nullb-slow (2026-11-30): alone 0.96 s; loaded, rust-bfq
     // 1.01 x alone, mq-deadline 2.74 x, rust-deadline 2.89 x.
     let (b_loaded, d_loaded, alone) = startup_both(NULLB_SLOW);
     let (bx, dx) = (
@@ -326,7 +327,7 @@ fn startup_under_readers_bfq_near_alone_deadline_not() {
 
 #[test]
 fn startup_on_8ms_device_after_weight_raising() {
-    // The startup suite's device since session 6: 8 ms per request, where
+    // The startup suite's device: 8 ms per request, where
     // the application's I/O, not its CPU time, makes most of its start-up.
     // The think time is the 2 ms device's (the same CPU work).
     let past = StartupDevice {

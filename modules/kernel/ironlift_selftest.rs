@@ -13,8 +13,11 @@ use kernel::prelude::*;
 // The policy crate's sources, included as the elevator modules include
 // them: at the crate root, so that their `super::` paths name each other.
 #[allow(dead_code, unreachable_pub, missing_docs)]
-#[path = "../policy/src/deadline.rs"]
+#[path = "../policy/src/deadline/mod.rs"]
 mod deadline;
+#[allow(dead_code, unreachable_pub, missing_docs)]
+#[path = "../policy/src/intrusive.rs"]
+mod intrusive;
 #[allow(dead_code, unreachable_pub, missing_docs)]
 #[path = "../policy/src/types.rs"]
 mod types;

@@ -48,11 +48,14 @@ use kernel::{c_str, str::CStr};
 // The policy crate's sources, included at the crate root as in every
 // ironlift module, so that their `super::` paths name each other.
 #[allow(dead_code, unreachable_pub, missing_docs)]
-#[path = "../policy/src/bfq.rs"]
+#[path = "../policy/src/bfq/mod.rs"]
 mod bfq;
 #[allow(dead_code, unreachable_pub, missing_docs)]
 #[path = "../policy/src/completions.rs"]
 mod completions;
+#[allow(dead_code, unreachable_pub, missing_docs)]
+#[path = "../policy/src/intrusive.rs"]
+mod intrusive;
 #[allow(dead_code, unreachable_pub, missing_docs)]
 #[path = "../policy/src/sched.rs"]
 mod sched;

@@ -33,8 +33,11 @@ use kernel::{c_str, str::CStr};
 #[path = "../policy/src/completions.rs"]
 mod completions;
 #[allow(dead_code, unreachable_pub, missing_docs)]
-#[path = "../policy/src/deadline.rs"]
+#[path = "../policy/src/deadline/mod.rs"]
 mod deadline;
+#[allow(dead_code, unreachable_pub, missing_docs)]
+#[path = "../policy/src/intrusive.rs"]
+mod intrusive;
 #[allow(dead_code, unreachable_pub, missing_docs)]
 #[path = "../policy/src/sched.rs"]
 mod sched;

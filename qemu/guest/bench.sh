@@ -1,83 +1,14 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# Runs the benchmark plan xtask wrote to /run/out/plan.tsv, one fio run per
-# line, in the given (interleaved) order. Each line:
-#   id <TAB> device path <TAB> scheduler <TAB> workload <TAB> fio arguments
-# Results: /run/out/runs/<id>.json, or <id>.err saying what went wrong.
-# Suites of another kind have their own runner (job.env: SUITE_KIND).
-. "$(dirname "$(readlink -f "$0")")/lib.sh"
+# Runs the benchmark job: the suite's runner, qemu/guest/<kind>.sh for the
+# suite kind job.env names (SUITE_KIND: fio, startup), runs the plan xtask
+# wrote (lib.sh run_plan).
+here=$(dirname "$(readlink -f "$0")")
+. "$here/lib.sh"
 [ -f /run/out/job.env ] && . /run/out/job.env
-case "${SUITE_KIND:-fio}" in
-fio) ;;
-startup) exec "$(dirname "$(readlink -f "$0")")/startup.sh" ;;
-*) say "unknown suite kind '$SUITE_KIND'"; exit 1 ;;
+case "${SUITE_KIND:-}" in
+*/*|"") ;;
+*) [ -x "$here/$SUITE_KIND.sh" ] && exec "$here/$SUITE_KIND.sh" ;;
 esac
-
-# Counters of the whole guest that a run changes, one "name value" per line:
-# context switches on every CPU (/proc/stat ctxt), workers and idle
-# included. xtask divides their change over a run by fio's I/O count.
-# (6.12's debugfs no longer counts hardware queue runs: hctx*/run is gone.)
-counters() {
-	awk '$1 == "ctxt" { print "ctx_switches", $2 }' /proc/stat
-}
-
-# With INSN_COUNT set (qemu-bench --count-insns), QEMU runs the insn_count
-# plugin: writing a name into /run/out/insn.trigger makes it save the
-# kernel instruction counts since the last call under that name (relative
-# to /run/out; "discard" saves nothing) and start again from zero. It
-# removes the trigger when done.
-insn_phase() {
-	[ -n "${INSN_COUNT:-}" ] || return 0
-	echo "$1" >/run/out/insn.trigger.tmp &&
-		mv /run/out/insn.trigger.tmp /run/out/insn.trigger || return 1
-	local i=0
-	while [ -e /run/out/insn.trigger ]; do
-		i=$((i + 1))
-		if [ "$i" -gt 600 ]; then
-			say "the insn_count plugin did not answer within 30 s"
-			rm -f /run/out/insn.trigger
-			return 1
-		fi
-		sleep 0.05
-	done
-}
-
-plan=/run/out/plan.tsv
-mkdir -p /run/out/runs
-total=$(grep -c . "$plan")
-n=0
-while IFS=$'\t' read -r id dev sched workload args; do
-	[ -n "$id" ] || continue
-	n=$((n + 1))
-	say "run $n/$total: $(devname "$dev") $sched $workload"
-	if ! set_sched "$dev" "$sched"; then
-		echo "scheduler $sched not offered by $(devname "$dev") (offers: $(schedulers_of "$dev" | tr '\n' ' '))" > "/run/out/runs/$id.err"
-		continue
-	fi
-	# With PERF set (qemu-bench --profile: the perf xtask checked), perf
-	# samples every CPU while fio runs. Under TCG only the cpu-clock event exists; it cannot fire
-	# while interrupts are off, so time in spin_lock_irqsave() sections is
-	# charged to the _raw_spin_unlock_irqrestore() that ends them.
-	prof=""
-	[ -n "${PERF:-}" ] && prof="$PERF record -q -e cpu-clock -a -g -F 999 -o /tmp/perf.data --"
-	counters > "/tmp/before"
-	insn_phase discard
-	# shellcheck disable=SC2086
-	if ! $prof fio --output-format=json --output="/run/out/runs/$id.json.tmp" \
-		--filename="$dev" $args < /dev/null > "/run/out/runs/$id.log" 2>&1; then
-		echo "fio failed: $(tail -3 "/run/out/runs/$id.log" | tr '\n' ' ')" > "/run/out/runs/$id.err"
-		continue
-	fi
-	insn_phase "runs/$id.insns"
-	# The change of each counter over the run.
-	counters | awk 'NR == FNR { a[$1] = $2; next } ($1 in a) { print $1, $2 - a[$1] }' \
-		/tmp/before - > "/run/out/runs/$id.counters"
-	if [ -n "$prof" ]; then
-		"$PERF" report -i /tmp/perf.data --no-children --sort sym --stdio \
-			> "/run/out/runs/$id.perf.txt" 2> "/run/out/runs/$id.perf.err" ||
-			echo "perf report failed: $(tail -2 "/run/out/runs/$id.perf.err")" >> "/run/out/runs/$id.perf.txt"
-		rm -f /tmp/perf.data
-	fi
-	mv "/run/out/runs/$id.json.tmp" "/run/out/runs/$id.json"
-done < "$plan"
-say "bench plan finished: $n runs"
+say "no runner for suite kind '${SUITE_KIND:-}'"
+exit 1

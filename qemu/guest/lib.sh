@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
-# Shared guest helpers, sourced by init, bench.sh and tests.sh.
-# /run/out/job.env (written by xtask) says which modules to load and how to
-# make the null_blk device.
+# Shared guest helpers, sourced by init, the suites' runners and tests.sh.
+# /run/out/job.env (written by xtask) says which modules to load and which
+# null_blk devices to make, and how.
 
 say() { echo "IRONLIFT: $*"; }
 
@@ -24,21 +24,23 @@ set_sched() {
 	[ "$(current_sched "$1")" = "$2" ]
 }
 
-# Creates null_blk device nullb<index> through configfs. Settings come from
-# <prefix>_* variables (NULLB_* for nullb0, NULLB1_* for nullb1, ...).
+# Creates null_blk device nullb<index> through configfs, as the
+# NULLB<index>_* settings in job.env say (configs/devices/guest.toml).
 make_nullb() {
-	local idx=${1:-0} pre=${2:-NULLB}
+	local idx=$1 a v
 	local d=/sys/kernel/config/nullb/nullb$idx
-	local size="${pre}_SIZE_MB" mem="${pre}_MEMORY_BACKED" irq="${pre}_IRQMODE"
-	local cns="${pre}_COMPLETION_NSEC" qd="${pre}_HW_QUEUE_DEPTH" sq="${pre}_SUBMIT_QUEUES"
 	[ -d /sys/kernel/config/nullb ] || { say "no null_blk configfs"; return 1; }
+	for a in SIZE_MB MEMORY_BACKED IRQMODE COMPLETION_NSEC HW_QUEUE_DEPTH; do
+		v="NULLB${idx}_$a"
+		[ -n "${!v:-}" ] || { say "job.env has no $v"; return 1; }
+	done
 	mkdir -p "$d" || return 1
-	echo "${!size:-1024}" > "$d/size"
-	echo "${!mem:-0}" > "$d/memory_backed"
-	echo "${!irq:-1}" > "$d/irqmode"
-	echo "${!cns:-10000}" > "$d/completion_nsec"
-	echo "${!qd:-64}" > "$d/hw_queue_depth"
-	echo "${!sq:-1}" > "$d/submit_queues"
+	v="NULLB${idx}_SIZE_MB"; echo "${!v}" > "$d/size"
+	v="NULLB${idx}_MEMORY_BACKED"; echo "${!v}" > "$d/memory_backed"
+	v="NULLB${idx}_IRQMODE"; echo "${!v}" > "$d/irqmode"
+	v="NULLB${idx}_COMPLETION_NSEC"; echo "${!v}" > "$d/completion_nsec"
+	v="NULLB${idx}_HW_QUEUE_DEPTH"; echo "${!v}" > "$d/hw_queue_depth"
+	echo 1 > "$d/submit_queues"
 	echo 512 > "$d/blocksize"
 	echo 2 > "$d/queue_mode"
 	echo 1 > "$d/power" || return 1
@@ -48,13 +50,11 @@ make_nullb() {
 	return 1
 }
 
-# nullb0, then each extra device NULLB_EXTRA names by index (job.env gives
-# their NULLB<i>_* settings; configs/devices/guest.toml describes them).
+# Each null_blk device NULLB_DEVICES names by index.
 make_nullbs() {
-	make_nullb 0 NULLB || return 1
 	local i
-	for i in $NULLB_EXTRA; do
-		make_nullb "$i" "NULLB$i" || return 1
+	for i in $NULLB_DEVICES; do
+		make_nullb "$i" || return 1
 		say "nullb$i: $(nullb_describe "$i")"
 	done
 }
@@ -98,4 +98,45 @@ setup_guest() {
 	say "devices: $DEVICES"
 	say "schedulers on $(devname "${DEVICES%% *}"): $(schedulers_of "${DEVICES%% *}" | tr '\n' ' ')"
 	return 0
+}
+
+# Runs a suite's plan, /run/out/plan.tsv (written by xtask), one run per
+# line in its (interleaved) order. Each line:
+#   id <TAB> device path <TAB> scheduler <TAB> case <TAB> case arguments
+# For each run: "$prepare device" first if given, once per device (a device
+# it fails on fails its runs); the scheduler selected; then
+# "$run_one id device scheduler case arguments", which writes
+# /run/out/runs/<id>.json (and what else the suite keeps), or <id>.err
+# saying what went wrong.
+run_plan() { # label run-function [prepare-function]
+	local label=$1 run_one=$2 prepare=${3:-} plan=/run/out/plan.tsv
+	local total n=0 id dev sched case args
+	local -A prepared=()
+	mkdir -p /run/out/runs
+	total=$(grep -c . "$plan")
+	while IFS=$'\t' read -r id dev sched case args; do
+		[ -n "$id" ] || continue
+		n=$((n + 1))
+		if [ -n "$prepare" ]; then
+			if [ -z "${prepared[$dev]:-}" ]; then
+				if "$prepare" "$dev"; then
+					prepared[$dev]=ok
+				else
+					say "preparing $dev failed; its runs fail"
+					prepared[$dev]=failed
+				fi
+			fi
+			if [ "${prepared[$dev]}" != ok ]; then
+				echo "preparing $(devname "$dev") for the suite failed (see the console)" > "/run/out/runs/$id.err"
+				continue
+			fi
+		fi
+		say "run $n/$total: $(devname "$dev") $sched $case"
+		if ! set_sched "$dev" "$sched"; then
+			echo "scheduler $sched not offered by $(devname "$dev") (offers: $(schedulers_of "$dev" | tr '\n' ' '))" > "/run/out/runs/$id.err"
+			continue
+		fi
+		"$run_one" "$id" "$dev" "$sched" "$case" "$args"
+	done < "$plan"
+	say "$label plan finished: $n runs"
 }

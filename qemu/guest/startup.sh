@@ -1,10 +1,12 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# The "startup" suite: application start-up time under background I/O.
+# The "startup" suite (xtask/src/suite/startup/): application start-up
+# time under background I/O.
 #
 # On each device of the plan: ext4, an application stand-in (STARTUP_FILES
 # small files in STARTUP_DIRS directories) and one large file per greedy
-# reader. Each plan line is one run:
+# reader. job.env gives every STARTUP_* setting (configs/suites/startup.toml
+# and the suite's timing). Each plan line is one run:
 #   select the scheduler, set nr_requests, drop caches, start the
 #   STARTUP_READERS sequential readers (one fio process each, direct I/O,
 #   wrapping round their file), wait until they do I/O and STARTUP_RAMP_S
@@ -17,13 +19,11 @@
 . "$(dirname "$(readlink -f "$0")")/lib.sh"
 [ -f /run/out/job.env ] && . /run/out/job.env
 
-plan=/run/out/plan.tsv
-mkdir -p /run/out/runs
-: "${STARTUP_FILES:=150}" "${STARTUP_DIRS:=6}"
-: "${STARTUP_FILE_KB_MIN:=4}" "${STARTUP_FILE_KB_MAX:=64}"
-: "${STARTUP_READERS:=4}" "${STARTUP_READER_MB:=64}"
-: "${STARTUP_READER_FIO:=--rw=read --bs=64k --direct=1 --ioengine=libaio --iodepth=2}"
-: "${STARTUP_NR_REQUESTS:=64}" "${STARTUP_RAMP_S:=1}" "${STARTUP_CAP_S:=120}"
+for v in STARTUP_FILES STARTUP_DIRS STARTUP_FILE_KB_MIN STARTUP_FILE_KB_MAX \
+	STARTUP_READERS STARTUP_READER_MB STARTUP_READER_FIO STARTUP_NR_REQUESTS \
+	STARTUP_RAMP_S STARTUP_CAP_S; do
+	[ -n "${!v:-}" ] || { say "job.env has no $v"; exit 1; }
+done
 
 # Sectors read from a device so far (/sys/block/<dev>/stat, field 3).
 sectors_read() { awk '{ print $3 }' "/sys/block/$(devname "$1")/stat"; }
@@ -42,9 +42,13 @@ read_app() { # mountpoint
 	timeout "$STARTUP_CAP_S" bash -c 'tar -cf - -C "$1" app | cat > /dev/null' _ "$1"
 }
 
-# Makes the file system and the files on a device, mounted at $2.
-prepare_device() { # device mountpoint
-	local dev=$1 mnt=$2
+# Where a device's file system is mounted.
+mountpoint_of() { echo "/tmp/startup-$(devname "$1")"; }
+
+# Makes the file system and the files on a device.
+prepare_device() { # device
+	local dev=$1 mnt
+	mnt=$(mountpoint_of "$dev")
 	# The scheduler does not matter here; none is the quickest.
 	set_sched "$dev" none || true
 	mkfs.ext4 -q -F -N 4096 -J size=16 -E lazy_itable_init=0,lazy_journal_init=0 \
@@ -79,13 +83,10 @@ prepare_device() { # device mountpoint
 	say "$(devname "$dev"): ext4 with $APP_FILES application files ($APP_BYTES bytes) and $STARTUP_READERS × $STARTUP_READER_MB MiB reader files"
 }
 
-# One run; writes runs/<id>.json or runs/<id>.err.
-startup_run() { # id device scheduler mountpoint
-	local id=$1 dev=$2 sched=$3 mnt=$4 r=/run/out/runs/$1
-	if ! set_sched "$dev" "$sched"; then
-		echo "scheduler $sched not offered by $(devname "$dev") (offers: $(schedulers_of "$dev" | tr '\n' ' '))" > "$r.err"
-		return
-	fi
+# One run, the scheduler selected; writes runs/<id>.json or runs/<id>.err.
+startup_run() { # id device scheduler
+	local id=$1 dev=$2 sched=$3 r=/run/out/runs/$1 mnt
+	mnt=$(mountpoint_of "$dev")
 	# Switching elevators resets nr_requests; set it for every scheduler alike
 	# (without one, nr_requests is the device's depth and cannot grow).
 	if [ "$sched" != none ] &&
@@ -160,34 +161,17 @@ startup_run() { # id device scheduler mountpoint
 	fi
 }
 
-total=$(grep -c . "$plan")
-n=0
-declare -A mounted
-while IFS=$'\t' read -r id dev sched _kind _args; do
-	[ -n "$id" ] || continue
-	n=$((n + 1))
-	mnt=/tmp/startup-$(devname "$dev")
-	if [ -z "${mounted[$dev]}" ]; then
-		if ! prepare_device "$dev" "$mnt"; then
-			say "preparing $dev failed; its runs fail"
-			mounted[$dev]=failed
-		else
-			mounted[$dev]=ok
-		fi
-	fi
-	if [ "${mounted[$dev]}" != ok ]; then
-		echo "preparing $(devname "$dev") (ext4 and files) failed" > "/run/out/runs/$id.err"
-		continue
-	fi
-	say "run $n/$total: $(devname "$dev") $sched startup"
-	startup_run "$id" "$dev" "$sched" "$mnt"
-	if [ -f "/run/out/runs/$id.json" ]; then
-		say "  $(cat "/run/out/runs/$id.json")"
+# A run, and what it gave on the console.
+startup_run_and_say() { # id device scheduler
+	startup_run "$1" "$2" "$3"
+	if [ -f "/run/out/runs/$1.json" ]; then
+		say "  $(cat "/run/out/runs/$1.json")"
 	else
-		say "  failed: $(cat "/run/out/runs/$id.err")"
+		say "  failed: $(cat "/run/out/runs/$1.err")"
 	fi
-done < "$plan"
-for dev in "${!mounted[@]}"; do
-	umount "/tmp/startup-$(devname "$dev")" 2>/dev/null
+}
+
+run_plan startup startup_run_and_say prepare_device
+for mnt in /tmp/startup-*; do
+	[ -d "$mnt" ] && umount "$mnt" 2>/dev/null
 done
-say "startup plan finished: $n runs"

@@ -297,6 +297,8 @@ pub fn pristine_source(_tc: &Toolchain, opts: &KernelOpts) -> Result<PathBuf> {
     Ok(debian_source(&opts.cache)?.1)
 }
 
+// Long: one build's steps in order (source, key, lock, sync, config,
+// make, record), each a few lines that read best where they run.
 /// Builds (or finds built) the kernel.
 pub fn ensure(tc: &Toolchain, opts: &KernelOpts) -> Result<Kernel> {
     let root = util::repo_root();

@@ -51,6 +51,8 @@ fn git(dir: &Path, index: Option<&Path>) -> Command {
     c
 }
 
+// Long: the series' steps in order (scratch repo, one commit per patch,
+// format-patch, cover letter), each a few lines.
 /// Builds the series into `out`; returns the patch files.
 pub fn write_series(src: &Path, out: &Path, results: Option<&str>) -> Result<Vec<PathBuf>> {
     let root = util::repo_root();
@@ -263,8 +265,24 @@ fn check_applies(src: &Path, files: &[PathBuf]) -> Result<()> {
     Ok(())
 }
 
-/// `cargo xtask patches`.
-pub fn run_cmd(src: &Path, out: &Path, results: Option<&Path>) -> Result<()> {
+/// `cargo xtask patches`: the series, then the kernel's clippy, which
+/// needs the kernel built with the additions.
+pub fn cmd(p: &crate::flags::Patches) -> Result<()> {
+    let tc = crate::deps::ensure()?;
+    let mut opts = p.k.kernel_opts();
+    opts.kernel_src = None;
+    let src = crate::kernel::pristine_source(&tc, &opts)?;
+    let out = p
+        .out
+        .clone()
+        .unwrap_or_else(|| util::repo_root().join("target/patches"));
+    series_cmd(&src, &out, p.results.as_deref())?;
+    let built = crate::kernel::ensure(&tc, &p.k.kernel_opts())?;
+    crate::clippy::run(&tc, &built, p.k.jobs())
+}
+
+/// The series: written, checked to apply, run through checkpatch.
+fn series_cmd(src: &Path, out: &Path, results: Option<&Path>) -> Result<()> {
     step("Writing the kernel additions as a patch series");
     let table = match results {
         Some(dir) => {
@@ -273,19 +291,19 @@ pub fn run_cmd(src: &Path, out: &Path, results: Option<&Path>) -> Result<()> {
             } else {
                 dir.to_path_buf()
             };
-            let res: crate::bench::ResultsFile = serde_json::from_str(
+            let res: crate::suite::fio::Results = serde_json::from_str(
                 &fs::read_to_string(&file)
                     .with_context(|| format!("reading {}", file.display()))?,
             )?;
             Some(format!(
                 "Measured with `cargo xtask qemu-bench` ({}; {} guest, clocksource {}, \
                  kernel {}; {} repeats, interleaved):\n{}",
-                res.suite,
-                res.accel.to_uppercase(),
-                res.guest_clocksource,
-                res.kernel_release,
-                res.timing.repeats,
-                crate::bench::table_markdown(&res)
+                res.header.suite,
+                res.header.accel.to_uppercase(),
+                res.header.guest_clocksource,
+                res.header.kernel_release,
+                res.header.timing.repeats,
+                crate::suite::fio::table_markdown(&res)
             ))
         }
         None => None,

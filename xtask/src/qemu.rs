@@ -144,7 +144,7 @@ pub fn guest_clocksource(out: &Path) -> String {
         .map(|s| s.trim().to_string())
         .ok()
         .filter(|s| !s.is_empty())
-        .unwrap_or_else(crate::bench::unknown_clocksource)
+        .unwrap_or_else(crate::results::unknown_clocksource)
 }
 
 fn qemu_bin() -> &'static str {

@@ -10,8 +10,8 @@
 //! the guest's overhead benchmark (fio randread, 2 jobs, null_blk); the
 //! latter keeps 60 requests on the device, as there (`trace/mod.rs`),
 //! and is the one to count instructions on: `examples/overhead_trace.rs`
-//! runs it alone, for callgrind (about 1,750 instructions per request in
-//! session 10, 1,550 in session 13; about 450 for the deadline policy).
+//! runs it alone, for callgrind (about 1,470 instructions per request;
+//! about 450 for the deadline policy).
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use ironlift_policy::bfq::{Bfq, IssuerSlot, ReqSlot};

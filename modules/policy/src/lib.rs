@@ -15,6 +15,7 @@
 pub mod bfq;
 pub mod completions;
 pub mod deadline;
+mod intrusive;
 pub mod sched;
 pub mod sched_bfq;
 pub mod sched_deadline;

@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Dispatch (`bfq_dispatch_request`): at-head requests first, then the
+//! queue in service (`bfq_select_queue`): its next request if its budget
+//! allows, else its expiration, or idling for it, with other queues'
+//! requests injected meanwhile.
+
+use super::budget::Expiration;
+use super::{Ctx, Dispatch, Nanos, PrioClass, RqState, Tag, NIL};
+
+impl Ctx<'_> {
+    pub(super) fn dispatch(&mut self, now: Nanos) -> Dispatch {
+        self.idle_timer(now);
+        if let Some(d) = self.dispatch_at_head() {
+            return d;
+        }
+        if self.s.queued == 0 {
+            return Dispatch::Empty;
+        }
+        if self.s.strict_guarantees && self.s.in_driver > 0 {
+            return Dispatch::Empty;
+        }
+        // Each pass either dispatches, idles, or expires the in-service
+        // queue; a queue just put in service always has a request that fits
+        // its budget, so three passes suffice.
+        for _ in 0..3 {
+            let mut qi = self.s.in_service;
+            let fresh = qi == NIL;
+            if fresh {
+                qi = self.set_in_service(now);
+                if qi == NIL {
+                    return Dispatch::Empty;
+                }
+            }
+            // As in bfq_select_queue, a queue just put in service goes
+            // straight to its first request.
+            if !fresh && self.may_expire_for_budget_timeout(qi, now) && !self.must_idle(qi) {
+                self.expire(qi, Expiration::BudgetTimeout, false, now);
+                continue;
+            }
+            let next = self.q(qi).next_rq;
+            if next != NIL {
+                if self.charge(next, qi) > self.budget_left(qi) {
+                    self.expire(qi, Expiration::BudgetExhausted, false, now);
+                    continue;
+                }
+                self.s.wait_request = false;
+                return Dispatch::Request(self.dispatch_from(qi, now));
+            }
+            if let Some(d) = self.wait_for(qi, now) {
+                return d;
+            }
+        }
+        Dispatch::Empty
+    }
+
+    /// The request inserted at head longest ago, if any: it goes before
+    /// all others.
+    #[inline]
+    fn dispatch_at_head(&mut self) -> Option<Dispatch> {
+        let h = self.s.disp.head;
+        if h == NIL {
+            return None;
+        }
+        self.disp_remove(h);
+        self.rqm(h).state = RqState::InFlight;
+        self.s.in_driver += 1;
+        let qi = self.rq(h).queue;
+        if (qi as usize) < self.qs.len() {
+            let q = self.qm(qi);
+            q.dispatched += 1;
+            q.at_head = q.at_head.saturating_sub(1);
+            self.sync_weight_count(qi);
+        }
+        Some(Dispatch::Request(h as Tag))
+    }
+
+    /// Queue `qi`, in service, has no request: keep the device for it
+    /// (serving other queues' requests meanwhile, where allowed), or
+    /// expire it, which gives `None`.
+    fn wait_for(&mut self, qi: u32, now: Nanos) -> Option<Dispatch> {
+        if self.s.wait_request && now >= self.s.idle_deadline {
+            self.expire(qi, Expiration::TooIdle, true, now);
+            return None;
+        }
+        let until = if self.s.wait_request {
+            self.s.idle_deadline
+        } else if self.better_to_idle(qi) {
+            if self.q(qi).dispatched > 0 {
+                // Idling starts at the last completion; until then
+                // look again after one idle slice.
+                now.saturating_add(self.idle_slice(qi))
+            } else {
+                self.arm_idle(qi, now);
+                self.s.idle_deadline
+            }
+        } else {
+            self.expire(qi, Expiration::NoMoreRequests, false, now);
+            return None;
+        };
+        // While the drive waits for `qi`, it may serve other queues'
+        // requests (bfq_select_queue's injection), unless idling is for
+        // throughput alone, or `qi` is the only weight-raised queue and
+        // thinks briefly.
+        let q = self.q(qi);
+        if !self.idling_boosts_thr_without_issues(qi)
+            && (q.wr_coeff == 1 || self.s.wr_busy_queues > 1 || !q.has_short_ttime)
+        {
+            if let Some(j) = self.choose_for_injection(qi, now) {
+                return Some(Dispatch::Request(self.dispatch_from(j, now)));
+            }
+        }
+        Some(Dispatch::IdleUntil(until))
+    }
+
+    #[inline]
+    fn dispatch_from(&mut self, qi: u32, now: Nanos) -> Tag {
+        let x = self.q(qi).next_rq;
+        let c = self.charge(x, qi);
+        self.served(qi, c);
+        if self.s.in_service == qi && self.s.wait_dispatch {
+            // The request whose service time is measured.
+            self.s.wait_dispatch = false;
+            self.s.waited_rq = x;
+        }
+        let (sector, sectors) = (self.rq(x).sector, self.rq(x).sectors);
+        self.remove_queued(x, now);
+        self.rqm(x).state = RqState::InFlight;
+        self.qm(qi).dispatched += 1;
+        // An injected queue left the busy set above if that emptied it;
+        // in flight, it stays active.
+        self.sync_weight_count(qi);
+        self.update_peak_rate(sector, sectors, now);
+        self.s.in_driver += 1;
+        if self.s.in_service != qi {
+            // Injected: the rest concerns the queue in service.
+            return x as Tag;
+        }
+        self.update_wr_data(qi, now);
+        if self.s.busy_queues > 1 && self.q(qi).class == PrioClass::Idle {
+            self.expire(qi, Expiration::BudgetExhausted, false, now);
+        }
+        x as Tag
+    }
+}

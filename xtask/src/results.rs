@@ -1,0 +1,85 @@
+//! What every suite's results.json has (docs/results-schema.md): the
+//! header fields and the record of each planned run.
+
+use serde::{Deserialize, Serialize};
+
+/// A suite's timing (`[full]` and `[quick]` in its file).
+#[derive(Deserialize, Serialize, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timing {
+    pub repeats: u32,
+    pub runtime_s: u32,
+    pub ramp_s: u32,
+}
+
+/// The fields every results file begins with.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct Header {
+    pub schema: String,
+    pub suite: String,
+    pub suite_description: String,
+    pub quick: bool,
+    pub started: String,
+    pub finished: String,
+    pub kernel_release: String,
+    pub kernel_key: String,
+    pub accel: String,
+    /// The guest's clocksource (`tsc`, `hpet`, ...), as it reported it.
+    #[serde(default = "unknown_clocksource")]
+    pub guest_clocksource: String,
+    pub host: String,
+    pub guest_cpus: u32,
+    pub guest_memory_mb: u32,
+    /// The suite's timing, with `--quick`, `--repeats` and `--runtime`
+    /// applied; what its fields mean is the suite's.
+    pub timing: Timing,
+}
+
+/// The clocksource of a guest that did not say (or of results from before
+/// it was recorded).
+pub fn unknown_clocksource() -> String {
+    "unknown".into()
+}
+
+/// One planned run: which device and scheduler, and the suite's own case
+/// (for fio, the workload and its arguments).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct Planned<C> {
+    pub id: String,
+    pub order: usize,
+    pub repeat: u32,
+    pub device: String,
+    pub scheduler: String,
+    #[serde(flatten)]
+    pub case: C,
+}
+
+/// One run's record in the results file: the plan's entry, and what the
+/// run measured or why it failed.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct RunRecord<C, M> {
+    #[serde(flatten)]
+    pub run: Planned<C>,
+    pub ok: bool,
+    pub error: Option<String>,
+    pub measured: Option<M>,
+}
+
+impl<C, M> RunRecord<C, M> {
+    /// The record of `run` from what reading its output gave.
+    pub fn new(run: Planned<C>, outcome: Result<M, String>) -> Self {
+        match outcome {
+            Ok(m) => RunRecord {
+                run,
+                ok: true,
+                error: None,
+                measured: Some(m),
+            },
+            Err(e) => RunRecord {
+                run,
+                ok: false,
+                error: Some(e),
+                measured: None,
+            },
+        }
+    }
+}

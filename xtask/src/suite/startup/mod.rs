@@ -1,0 +1,370 @@
+//! The start-up latency benchmark (`kind = "startup"`;
+//! configs/suites/startup.toml): how long an "application" takes to read
+//! its files cold while greedy sequential readers keep the device busy —
+//! the case BFQ's `low_latency` is for (the S suite's comm_startup_lat,
+//! Phoronix's "Application Start-up Time").
+//!
+//! The guest side is `qemu/guest/startup.sh`; results.json is schema
+//! `ironlift-startup/1` (docs/results-schema.md).
+
+mod report;
+mod results;
+mod spec;
+
+pub use results::*;
+pub use spec::StartupSpec;
+
+use super::kind::{Kind, Suite};
+use crate::devices::Device;
+use crate::flags::QemuBench;
+use crate::results::{Header, Planned, Timing};
+use anyhow::{bail, Context, Result};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The suite's `[startup]` table, checked.
+fn spec_of(suite: &Suite) -> Result<StartupSpec> {
+    let spec: StartupSpec = suite
+        .table::<Startup, _>("startup")?
+        .context("kind = \"startup\" needs a [startup] table")?;
+    spec.validate()?;
+    Ok(spec)
+}
+
+/// The startup kind, for one `qemu-bench` invocation.
+pub struct Startup {
+    spec: StartupSpec,
+}
+
+impl Kind for Startup {
+    const NAME: &'static str = "startup";
+    const SCHEMA: &'static str = "ironlift-startup/1";
+    const TABLES: &'static [&'static str] = &["startup"];
+    const ROTATE_BY_DEVICE: bool = true;
+
+    type Case = StartupCase;
+    type Measured = StartupMeasured;
+    type Results = StartupResults;
+
+    fn new(suite: &Suite, o: &QemuBench) -> Result<Self> {
+        if o.workloads.is_some() {
+            bail!("suite {} has no workloads to choose from", suite.name);
+        }
+        if o.profile || o.count_insns {
+            bail!(
+                "--profile and --count-insns measure fio runs; suite {} is a start-up suite",
+                suite.name
+            );
+        }
+        Ok(Startup {
+            spec: spec_of(suite)?,
+        })
+    }
+
+    fn check_schedulers(&self, schedulers: &[String], elevators: &[String]) -> Result<()> {
+        for need in REFERENCES
+            .iter()
+            .map(|s| s.to_string())
+            .chain(elevators.iter().cloned())
+        {
+            if !schedulers.contains(&need) {
+                bail!(
+                    "--schedulers must include {need}: start-up times are compared with \
+                     mq-deadline and bfq, and every rust-* elevator built is measured"
+                );
+            }
+        }
+        Ok(())
+    }
+
+    fn cases(&self, _timing: &Timing) -> Vec<StartupCase> {
+        vec![StartupCase {}]
+    }
+
+    fn tsv(_case: &StartupCase) -> String {
+        "startup\t-".into()
+    }
+
+    /// job.env lines for startup.sh: the `[startup]` table, the readers'
+    /// head start (`ramp_s`) and the cap on one start-up (`runtime_s`).
+    fn job_env(&self, timing: &Timing) -> String {
+        let sp = &self.spec;
+        format!(
+            "STARTUP_FILES={}\nSTARTUP_DIRS={}\nSTARTUP_FILE_KB_MIN={}\n\
+             STARTUP_FILE_KB_MAX={}\nSTARTUP_READERS={}\nSTARTUP_READER_MB={}\n\
+             STARTUP_READER_FIO='{}'\nSTARTUP_NR_REQUESTS={}\nSTARTUP_RAMP_S={}\nSTARTUP_CAP_S={}\n",
+            sp.app_files,
+            sp.app_dirs,
+            sp.app_file_kb_min,
+            sp.app_file_kb_max,
+            sp.readers,
+            sp.reader_file_mb,
+            sp.reader_fio,
+            sp.nr_requests,
+            timing.ramp_s,
+            timing.runtime_s
+        )
+    }
+
+    /// Setup (mkfs, files) plus, per run, fio's start, the head start and a
+    /// start-up of some seconds; the timeout allows every run its cap.
+    fn duration(&self, runs: usize, timing: &Timing) -> (u64, u64) {
+        let runs = runs as u64;
+        let estimate = 120 + runs * (timing.ramp_s as u64 + 25);
+        let timeout = 600 + runs * (timing.runtime_s as u64 + timing.ramp_s as u64 + 60);
+        (estimate, timeout)
+    }
+
+    fn read_run(
+        &self,
+        runs_dir: &Path,
+        run: &Planned<StartupCase>,
+    ) -> Result<StartupMeasured, String> {
+        read_run(runs_dir, &run.id)
+    }
+
+    fn results(
+        &self,
+        header: Header,
+        schedulers: Vec<String>,
+        devices: BTreeMap<String, Device>,
+        runs: Vec<StartupRun>,
+    ) -> StartupResults {
+        StartupResults {
+            header,
+            startup: self.spec.clone(),
+            summary: summarize(&runs, &schedulers),
+            schedulers,
+            devices,
+            runs,
+        }
+    }
+
+    fn write_report(dir: &Path, res: &StartupResults) -> Result<()> {
+        report::write(dir, res)
+    }
+
+    fn table_markdown(res: &StartupResults) -> String {
+        report::table_markdown(res)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::report::{chart_svg, floor_vs_mq_deadline, table_markdown};
+    use super::*;
+    use crate::results::RunRecord;
+    use crate::suite::kind::plan;
+
+    fn names(xs: &[&str]) -> Vec<String> {
+        xs.iter().map(|x| x.to_string()).collect()
+    }
+
+    fn suite() -> Suite {
+        Suite::load(&crate::util::repo_root(), "startup").unwrap()
+    }
+
+    #[test]
+    fn suite_file_parses_and_validates() {
+        let s = suite();
+        assert_eq!(s.kind, Startup::NAME);
+        let sp = spec_of(&s).unwrap();
+        let env = Startup { spec: sp.clone() }.job_env(&s.full);
+        assert!(env.starts_with("STARTUP_FILES="));
+        assert!(env.contains(&format!("STARTUP_CAP_S={}\n", s.full.runtime_s)));
+        assert!(env.contains(&format!("STARTUP_RAMP_S={}\n", s.full.ramp_s)));
+        assert!(env.contains(&format!("STARTUP_READER_FIO='{}'\n", sp.reader_fio)));
+        let mut bad = sp.clone();
+        bad.app_file_kb_min = bad.app_file_kb_max + 1;
+        assert!(bad.validate().is_err());
+        bad = sp;
+        bad.reader_fio = "--name='x'".into();
+        assert!(bad.validate().is_err());
+    }
+
+    #[test]
+    fn a_startup_suite_needs_its_table_and_no_other() {
+        let head = "name = \"x\"\nkind = \"startup\"\ndescription = \"d\"\ndevices = [\"nullb\"]\n\
+                    [full]\nrepeats = 1\nruntime_s = 1\nramp_s = 0\n\
+                    [quick]\nrepeats = 1\nruntime_s = 1\nramp_s = 0\n";
+        let st = "[startup]\napp_files = 2\napp_dirs = 1\napp_file_kb_min = 4\n\
+                  app_file_kb_max = 8\nreaders = 1\nreader_file_mb = 1\n\
+                  reader_fio = \"--rw=read\"\nnr_requests = 8\n";
+        let wl = "[[workload]]\nname = \"r\"\nfio = \"--rw=read\"\n";
+        let s = Suite::parse(&format!("{head}{st}")).unwrap();
+        assert_eq!(s.kind, Startup::NAME);
+        assert_eq!(spec_of(&s).unwrap().app_files, 2);
+        assert!(spec_of(&Suite::parse(head).unwrap()).is_err());
+        assert!(spec_of(&Suite::parse(&format!("{head}{st}{wl}")).unwrap()).is_err());
+        let extra = st.replace("nr_requests = 8\n", "nr_requests = 8\nmore = 1\n");
+        assert!(spec_of(&Suite::parse(&format!("{head}{extra}")).unwrap()).is_err());
+    }
+
+    #[test]
+    fn plan_rotates_and_covers_every_scheduler_each_repeat() {
+        let sch = names(&["mq-deadline", "kyber", "bfq"]);
+        let p = plan(&names(&["nullb-slow"]), &[StartupCase {}], &sch, 3, true);
+        assert_eq!(p.len(), 9);
+        for (r, block) in p.chunks(3).enumerate() {
+            let mut got: Vec<&str> = block.iter().map(|x| x.scheduler.as_str()).collect();
+            assert!(block.iter().all(|x| x.repeat == r as u32));
+            got.sort();
+            assert_eq!(got, ["bfq", "kyber", "mq-deadline"]);
+        }
+        assert_ne!(p[0].scheduler, p[3].scheduler);
+        assert_eq!(p[4].id, "0004");
+        // A second device starts one further along the rotation.
+        let p = plan(&names(&["a", "b"]), &[StartupCase {}], &sch, 1, true);
+        assert_eq!(
+            (p[0].scheduler.as_str(), p[3].scheduler.as_str()),
+            ("mq-deadline", "kyber")
+        );
+        assert_eq!(Startup::tsv(&StartupCase {}), "startup\t-");
+    }
+
+    fn run(rep: u32, s: &str, t: Option<f64>) -> StartupRun {
+        RunRecord::new(
+            Planned {
+                id: String::new(),
+                order: 0,
+                repeat: rep,
+                device: "nullb-slow".into(),
+                scheduler: s.into(),
+                case: StartupCase {},
+            },
+            t.map(|t| StartupMeasured {
+                startup_s: t,
+                alone_s: Some(t / 4.0),
+                app_files: 1,
+                app_bytes: 1,
+                window_read_bytes: 0,
+                readers_mb_s: 10.0,
+            })
+            .ok_or_else(|| "x".to_string()),
+        )
+    }
+
+    #[test]
+    fn ratios_pair_repeats_and_skip_failed_references() {
+        let runs = vec![
+            run(0, "mq-deadline", Some(10.0)),
+            run(0, "bfq", Some(2.0)),
+            run(0, "kyber", Some(8.0)),
+            run(1, "mq-deadline", Some(20.0)),
+            run(1, "bfq", Some(3.0)),
+            run(1, "kyber", Some(10.0)),
+            run(2, "mq-deadline", None),
+            run(2, "bfq", Some(4.0)),
+            run(2, "kyber", Some(9.0)),
+        ];
+        let s = summarize(&runs, &names(&["mq-deadline", "kyber", "bfq"]));
+        assert_eq!(
+            s.iter().map(|x| x.scheduler.as_str()).collect::<Vec<_>>(),
+            ["mq-deadline", "kyber", "bfq"]
+        );
+        let md = &s[0];
+        assert_eq!((md.runs, md.failed), (3, 1));
+        assert!((md.startup_mean_s - 15.0).abs() < 1e-12);
+        let r = &md.ratio_to["mq-deadline"];
+        assert_eq!((r.mean, r.sd, r.n), (1.0, 0.0, 2));
+        let bfq = &s[2];
+        // (2/10 + 3/20) / 2; repeat 2 has no mq-deadline to pair with.
+        let r = &bfq.ratio_to["mq-deadline"];
+        assert_eq!(r.n, 2);
+        assert!((r.mean - 0.175).abs() < 1e-12);
+        let k = &s[1].ratio_to["bfq"];
+        assert_eq!(k.n, 3);
+        assert!((k.mean - (4.0 + 10.0 / 3.0 + 2.25) / 3.0).abs() < 1e-12);
+        assert_eq!((bfq.startup_min_s, bfq.startup_max_s), (2.0, 4.0));
+        let t = table_markdown(&StartupResults {
+            header: Header {
+                schema: Startup::SCHEMA.into(),
+                suite: "startup".into(),
+                suite_description: String::new(),
+                quick: false,
+                started: String::new(),
+                finished: String::new(),
+                kernel_release: String::new(),
+                kernel_key: String::new(),
+                accel: "tcg".into(),
+                guest_clocksource: String::new(),
+                host: String::new(),
+                guest_cpus: 2,
+                guest_memory_mb: 2048,
+                timing: Timing {
+                    repeats: 3,
+                    runtime_s: 60,
+                    ramp_s: 1,
+                },
+            },
+            startup: spec_of(&suite()).unwrap(),
+            schedulers: names(&["mq-deadline", "kyber", "bfq"]),
+            devices: BTreeMap::new(),
+            runs: runs.clone(),
+            summary: s.clone(),
+        });
+        assert!(t.contains("| mq-deadline | 15.00 ± 7.07 | 10.00–20.00 | 1.00 ± 0.00 |"));
+        // Every run's floor was a quarter of its loaded time.
+        assert!(t.contains("| 3.75 ± 1.77 | 4.00 ± 0.00 |"), "{t}");
+        assert_eq!(md.slowdown.as_ref().map(|r| r.n), Some(2));
+        assert!(t.contains("| 3 (1 failed) |"));
+        // Alone: the mean over the 8 measured runs (each a quarter of its
+        // loaded time), 16.5 / 8 s, against mq-deadline's 15 s.
+        assert!(
+            t.contains("Floor: the start-up alone takes 2.06 s, 0.14 × mq-deadline's 15.00 s"),
+            "{t}"
+        );
+        let (x, alone, mq) = floor_vs_mq_deadline(&s.iter().collect::<Vec<_>>()).unwrap();
+        assert!(
+            (alone - 16.5 / 8.0).abs() < 1e-12 && mq == 15.0 && (x - alone / 15.0).abs() < 1e-12
+        );
+        // No floor without mq-deadline, or without a time alone.
+        assert!(floor_vs_mq_deadline(&s[1..].iter().collect::<Vec<_>>()).is_none());
+        let mut no_alone = s.clone();
+        for r in &mut no_alone {
+            r.alone_mean_s = None;
+        }
+        assert!(floor_vs_mq_deadline(&no_alone.iter().collect::<Vec<_>>()).is_none());
+        let rows: Vec<&StartupSummary> = s.iter().collect();
+        let rs: Vec<&StartupRun> = runs.iter().collect();
+        let svg = chart_svg("nullb-slow", &rows, &rs, 4);
+        assert!(svg.starts_with("<svg") && svg.ends_with("</svg>\n"));
+        assert_eq!(svg.matches("<circle").count(), 8);
+    }
+
+    #[test]
+    fn references_and_elevators_must_be_measured() {
+        let k = Startup {
+            spec: spec_of(&suite()).unwrap(),
+        };
+        let el = names(&["rust-bfq"]);
+        assert!(k
+            .check_schedulers(&names(&["mq-deadline", "bfq", "rust-bfq"]), &el)
+            .is_ok());
+        assert!(k
+            .check_schedulers(&names(&["mq-deadline", "bfq"]), &el)
+            .is_err());
+        assert!(k
+            .check_schedulers(&names(&["bfq", "rust-bfq"]), &el)
+            .is_err());
+        let t = suite().full;
+        assert_eq!(
+            k.duration(6, &t),
+            (120 + 6 * (26 + 25), 600 + 6 * (120 + 26 + 60))
+        );
+    }
+
+    #[test]
+    fn a_scheduler_with_no_good_run_survives_the_results_file() {
+        // Its means are NaN, which serde_json writes as null: `cargo xtask
+        // report` must still read the file back.
+        let runs = vec![run(0, "mq-deadline", Some(10.0)), run(0, "bfq", None)];
+        let s = summarize(&runs, &names(&["mq-deadline", "bfq"]));
+        assert!(s[1].startup_mean_s.is_nan());
+        let text = serde_json::to_string(&s).unwrap();
+        assert!(text.contains("\"startup_mean_s\":null"), "{text}");
+        let back: Vec<StartupSummary> = serde_json::from_str(&text).unwrap();
+        assert!(back[1].startup_mean_s.is_nan());
+        assert_eq!(back[0].startup_mean_s, 10.0);
+    }
+}

@@ -1,0 +1,242 @@
+//! What a start-up run measured, the statistics over repeats, and the
+//! results file (schema `ironlift-startup/1`, docs/results-schema.md).
+
+use super::spec::StartupSpec;
+use crate::devices::Device;
+use crate::report;
+use crate::results::{Header, RunRecord};
+use crate::stats::{mean_sd, mean_sd_of, paired_ratios, Ratio};
+use crate::suite::fio::parse_fio;
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::Path;
+
+/// The schedulers every start-up time is compared with, as ratios.
+pub const REFERENCES: [&str; 2] = ["mq-deadline", "bfq"];
+
+/// A start-up run has nothing to plan besides device and scheduler.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct StartupCase {}
+
+/// One run's record in the results file.
+pub type StartupRun = RunRecord<StartupCase, StartupMeasured>;
+
+/// What one run measured.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct StartupMeasured {
+    /// Seconds to read the application's files cold.
+    #[serde(deserialize_with = "crate::util::nan_if_null")]
+    pub startup_s: f64,
+    /// The same, right after, with the readers stopped (the device to
+    /// itself): the floor. Absent in results written before it was
+    /// measured.
+    #[serde(default)]
+    pub alone_s: Option<f64>,
+    pub app_files: u64,
+    pub app_bytes: u64,
+    /// Bytes the device read during the start-up (application + readers).
+    pub window_read_bytes: u64,
+    /// The readers' aggregate throughput over their whole run (head start
+    /// and start-up), MB/s (10^6 B/s), from fio.
+    #[serde(deserialize_with = "crate::util::nan_if_null")]
+    pub readers_mb_s: f64,
+}
+
+#[derive(Deserialize)]
+struct GuestStartup {
+    startup_s: f64,
+    #[serde(default)]
+    alone_s: Option<f64>,
+    app_files: u64,
+    app_bytes: u64,
+    window_read_bytes: u64,
+}
+
+/// Parses a run's `<id>.json` (startup.sh) and `<id>.readers.json` (fio).
+pub fn parse_run(startup_json: &str, readers_json: &str) -> Result<StartupMeasured> {
+    let g: GuestStartup =
+        serde_json::from_str(startup_json.trim()).context("the guest's start-up record")?;
+    if !(g.startup_s.is_finite() && g.startup_s > 0.0) {
+        bail!("implausible start-up time {}", g.startup_s);
+    }
+    if let Some(a) = g.alone_s {
+        if !(a.is_finite() && a > 0.0) {
+            bail!("implausible start-up time with no readers {a}");
+        }
+    }
+    if g.app_files == 0 || g.app_bytes == 0 {
+        bail!("the application had no files");
+    }
+    let readers = parse_fio(readers_json).context("the readers' fio output")?;
+    Ok(StartupMeasured {
+        startup_s: g.startup_s,
+        alone_s: g.alone_s,
+        app_files: g.app_files,
+        app_bytes: g.app_bytes,
+        window_read_bytes: g.window_read_bytes,
+        readers_mb_s: readers.mb_s,
+    })
+}
+
+/// Reads the guest's files for one run: the measurement, or why it failed.
+pub fn read_run(runs_dir: &Path, id: &str) -> Result<StartupMeasured, String> {
+    let base = runs_dir.join(id);
+    if let Ok(e) = fs::read_to_string(base.with_extension("err")) {
+        return Err(e.trim().to_string());
+    }
+    let Ok(s) = fs::read_to_string(base.with_extension("json")) else {
+        return Err("no result: the guest stopped before this run".into());
+    };
+    let r = fs::read_to_string(runs_dir.join(format!("{id}.readers.json"))).unwrap_or_default();
+    parse_run(&s, &r).map_err(|e| format!("{e:#}"))
+}
+
+/// Statistics over the repeats of one (device, scheduler).
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct StartupSummary {
+    pub device: String,
+    pub scheduler: String,
+    pub runs: usize,
+    pub failed: usize,
+    #[serde(deserialize_with = "crate::util::nan_if_null")]
+    pub startup_mean_s: f64,
+    #[serde(deserialize_with = "crate::util::nan_if_null")]
+    pub startup_sd_s: f64,
+    #[serde(deserialize_with = "crate::util::nan_if_null")]
+    pub startup_min_s: f64,
+    #[serde(deserialize_with = "crate::util::nan_if_null")]
+    pub startup_max_s: f64,
+    #[serde(deserialize_with = "crate::util::nan_if_null")]
+    pub readers_mb_s_mean: f64,
+    #[serde(deserialize_with = "crate::util::nan_if_null")]
+    pub readers_mb_s_sd: f64,
+    /// Mean and sample standard deviation of the start-up time with no
+    /// readers (null when not measured).
+    #[serde(default)]
+    pub alone_mean_s: Option<f64>,
+    #[serde(default)]
+    pub alone_sd_s: Option<f64>,
+    /// The start-up time under the readers / with none, per run: how much
+    /// the readers slow the start-up (null when not measured).
+    #[serde(default)]
+    pub slowdown: Option<Ratio>,
+    /// This scheduler's start-up time / the reference's in the same
+    /// repeat, keyed by reference scheduler (`mq-deadline`, `bfq`).
+    pub ratio_to: BTreeMap<String, Ratio>,
+}
+
+/// Summaries per device (plan order) × scheduler (given order).
+pub fn summarize(runs: &[StartupRun], schedulers: &[String]) -> Vec<StartupSummary> {
+    let mut out = Vec::new();
+    for dev in report::distinct(runs.iter().map(|r| r.run.device.as_str())) {
+        let of = |s: &str| -> Vec<&StartupRun> {
+            runs.iter()
+                .filter(|r| r.run.device == dev && r.run.scheduler == s)
+                .collect()
+        };
+        let by_repeat = |s: &str| -> BTreeMap<u32, f64> {
+            of(s)
+                .iter()
+                .filter_map(|r| r.measured.as_ref().map(|m| (r.run.repeat, m.startup_s)))
+                .collect()
+        };
+        let refs: Vec<(&str, BTreeMap<u32, f64>)> =
+            REFERENCES.iter().map(|s| (*s, by_repeat(s))).collect();
+        for s in schedulers {
+            let rs = of(s);
+            if rs.is_empty() {
+                continue;
+            }
+            let ms: Vec<(u32, &StartupMeasured)> = rs
+                .iter()
+                .filter_map(|r| r.measured.as_ref().map(|m| (r.run.repeat, m)))
+                .collect();
+            let times: Vec<f64> = ms.iter().map(|(_, m)| m.startup_s).collect();
+            let (startup_mean_s, startup_sd_s) = mean_sd(&times);
+            let (readers_mb_s_mean, readers_mb_s_sd) =
+                mean_sd(&ms.iter().map(|(_, m)| m.readers_mb_s).collect::<Vec<_>>());
+            let alone: Vec<f64> = ms.iter().filter_map(|(_, m)| m.alone_s).collect();
+            let (alone_mean_s, alone_sd_s) = match mean_sd_of(&alone) {
+                Some((m, sd)) => (Some(m), Some(sd)),
+                None => (None, None),
+            };
+            let slowdowns: Vec<f64> = ms
+                .iter()
+                .filter_map(|(_, m)| Some(m.startup_s / m.alone_s?))
+                .collect();
+            let mut ratio_to = BTreeMap::new();
+            for (name, base) in &refs {
+                let ratios = paired_ratios(ms.iter().map(|(rep, m)| (*rep, m.startup_s)), base);
+                if let Some(r) = Ratio::of(&ratios) {
+                    ratio_to.insert(name.to_string(), r);
+                }
+            }
+            out.push(StartupSummary {
+                device: dev.to_string(),
+                scheduler: s.clone(),
+                runs: rs.len(),
+                failed: rs.len() - ms.len(),
+                startup_mean_s,
+                startup_sd_s,
+                startup_min_s: times.iter().copied().fold(f64::NAN, f64::min),
+                startup_max_s: times.iter().copied().fold(f64::NAN, f64::max),
+                readers_mb_s_mean,
+                readers_mb_s_sd,
+                alone_mean_s,
+                alone_sd_s,
+                slowdown: Ratio::of(&slowdowns),
+                ratio_to,
+            });
+        }
+    }
+    out
+}
+
+/// The whole results file (schema `ironlift-startup/1`). In its header,
+/// `timing.runtime_s` caps one start-up and `timing.ramp_s` is the
+/// readers' head start.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct StartupResults {
+    #[serde(flatten)]
+    pub header: Header,
+    pub startup: StartupSpec,
+    pub schedulers: Vec<String>,
+    pub devices: BTreeMap<String, Device>,
+    pub runs: Vec<StartupRun>,
+    pub summary: Vec<StartupSummary>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIO: &str =
+        r#"{"jobs":[{"error":0,"read":{"iops":200,"bw":12800,"clat_ns":{"mean":1e6}}}]}"#;
+
+    #[test]
+    fn run_files_are_parsed_and_checked() {
+        let g = r#"{"startup_s": 2.5, "alone_s": 0.5, "app_files": 150, "app_bytes": 3000000, "window_read_bytes": 90000000}"#;
+        let m = parse_run(g, FIO).unwrap();
+        assert_eq!(m.startup_s, 2.5);
+        assert_eq!(m.alone_s, Some(0.5));
+        // Results of guests that did not measure it yet.
+        let old = r#"{"startup_s": 2.5, "app_files": 150, "app_bytes": 3000000, "window_read_bytes": 90000000}"#;
+        assert_eq!(parse_run(old, FIO).unwrap().alone_s, None);
+        assert!(parse_run(
+            r#"{"startup_s": 2.5, "alone_s": 0, "app_files": 1, "app_bytes": 1, "window_read_bytes": 0}"#,
+            FIO
+        )
+        .is_err());
+        assert_eq!(m.app_files, 150);
+        assert!((m.readers_mb_s - 12800.0 * 1024.0 / 1e6).abs() < 1e-9);
+        assert!(parse_run(g, "").is_err());
+        assert!(parse_run(
+            r#"{"startup_s": 0, "app_files": 1, "app_bytes": 1, "window_read_bytes": 0}"#,
+            FIO
+        )
+        .is_err());
+        assert!(parse_run(r#"{"startup_s": 1}"#, FIO).is_err());
+    }
+}
