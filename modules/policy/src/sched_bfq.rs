@@ -86,6 +86,8 @@ where
         Bfq::issuer_exit(self, issuer, now);
     }
 
+    /// Where the policy's checks are compiled in (otherwise the default).
+    #[cfg(any(test, debug_assertions, feature = "invariants"))]
     fn check_invariants(&self) -> Result<(), &'static str> {
         Bfq::check_invariants(self)
     }

@@ -59,6 +59,8 @@ where
         Deadline::depth_updated(self, nr_requests);
     }
 
+    /// Where the policy's checks are compiled in (otherwise the default).
+    #[cfg(any(test, debug_assertions, feature = "invariants"))]
     fn check_invariants(&self) -> Result<(), &'static str> {
         Deadline::check_invariants(self)
     }
