@@ -268,7 +268,10 @@ mod tests {
             size_mb: 1,
             devices: devices.iter().map(|d| d.to_string()).collect(),
         };
-        assert_eq!(q(&["ahci,id=a", "ide-hd,drive=d0"]).drive_id().unwrap(), "d0");
+        assert_eq!(
+            q(&["ahci,id=a", "ide-hd,drive=d0"]).drive_id().unwrap(),
+            "d0"
+        );
         assert!(q(&["virtio-blk-pci"]).drive_id().is_err());
         assert!(q(&["nvme,drive=a", "nvme,drive=b"]).drive_id().is_err());
         assert!(q(&["nvme,drive="]).drive_id().is_err());
