@@ -17,7 +17,7 @@ mod results;
 mod spec;
 
 pub use results::*;
-pub use spec::StartupSpec;
+pub use spec::{AppSpec, StartupSpec};
 
 use super::kind::{Kind, Suite};
 use crate::devices::Device;
@@ -62,6 +62,23 @@ fn build_replayer(root: &Path) -> Result<PathBuf> {
     Ok(bin)
 }
 
+/// The suite's applications named in `--workloads`, in the suite's order.
+fn only_apps(spec: &StartupSpec, only: &[String]) -> Result<Vec<AppSpec>> {
+    let names: Vec<String> = spec.app.iter().map(|a| a.name.clone()).collect();
+    if let Some(bad) = only.iter().find(|w| !names.contains(w)) {
+        bail!(
+            "no application {bad:?}; the applications: {}",
+            if names.is_empty() { "none named".into() } else { names.join(", ") }
+        );
+    }
+    Ok(spec
+        .app
+        .iter()
+        .filter(|a| only.contains(&a.name))
+        .cloned()
+        .collect())
+}
+
 /// job.env's `STARTUP_APPS`: `name=tar` or `name=replay:/abs/trace`, space-separated.
 fn apps_env(spec: &StartupSpec, root: &Path) -> String {
     spec.apps()
@@ -85,17 +102,19 @@ impl Kind for Startup {
     type Results = StartupResults;
 
     fn new(suite: &Suite, o: &QemuBench) -> Result<Self> {
-        if o.workloads.is_some() {
-            bail!("suite {} has no workloads to choose from", suite.name);
-        }
         if o.profile || o.count_insns {
             bail!(
                 "--profile and --count-insns measure fio runs; suite {} is a start-up suite",
                 suite.name
             );
         }
+        let mut spec = spec_of(suite)?;
+        if let Some(only) = &o.workloads {
+            spec.app = only_apps(&spec, only)
+                .with_context(|| format!("--workloads of suite {}", suite.name))?;
+        }
         Ok(Startup {
-            spec: spec_of(suite)?,
+            spec,
             replayer: None,
         })
     }
