@@ -60,10 +60,7 @@ impl Buf {
         if rc != 0 {
             return Err(io::Error::from_raw_os_error(rc));
         }
-        Ok(Buf {
-            ptr: p.cast(),
-            len,
-        })
+        Ok(Buf { ptr: p.cast(), len })
     }
 
     pub fn ptr(&self) -> *mut u8 {
@@ -111,7 +108,12 @@ impl Context {
         let mut list = [&mut *cb as *mut Iocb];
         // SAFETY: one valid iocb whose buffer lives in `pending` until reaped.
         let n = check(unsafe {
-            libc::syscall(libc::SYS_io_submit, self.ctx, 1 as libc::c_long, list.as_mut_ptr())
+            libc::syscall(
+                libc::SYS_io_submit,
+                self.ctx,
+                1 as libc::c_long,
+                list.as_mut_ptr(),
+            )
         })?;
         if n != 1 {
             return Err(io::Error::other("io_submit took no request"));

@@ -72,7 +72,10 @@ impl Trace {
                 .parse()
                 .map_err(|_| format!("line {}: bad size {:?}", i + 1, w[2]))?;
             if sectors == 0 || sectors * 512 >= FILE_SIZE {
-                return Err(format!("line {}: size {sectors} sectors out of range", i + 1));
+                return Err(format!(
+                    "line {}: size {sectors} sectors out of range",
+                    i + 1
+                ));
             }
             reqs.push(Req {
                 thread,
@@ -116,7 +119,11 @@ impl Trace {
     pub fn info(&self) -> String {
         let bytes: u64 = self.reqs.iter().map(|r| r.sectors * 512).sum();
         let ahead = self.reqs.iter().filter(|r| r.ahead).count();
-        let switches = self.reqs.windows(2).filter(|w| w[0].thread != w[1].thread).count();
+        let switches = self
+            .reqs
+            .windows(2)
+            .filter(|w| w[0].thread != w[1].thread)
+            .count();
         format!(
             "{{\"mode\": \"block\", \"threads\": {}, \"ios\": {}, \"read_ahead\": {ahead}, \"bytes\": {bytes}, \"switches\": {switches}}}",
             self.names.len(),
@@ -152,7 +159,9 @@ impl Trace {
             .collect();
         let mut tasks = Vec::new();
         for (h, name) in handles.into_iter().zip(&self.names) {
-            let mut st = h.join().map_err(|_| "a replay thread panicked".to_string())??;
+            let mut st = h
+                .join()
+                .map_err(|_| "a replay thread panicked".to_string())??;
             st.name = name.clone();
             tasks.push(st);
         }
@@ -209,7 +218,15 @@ fn worker(
         }
         while g.next < reqs.len() && reqs[g.next].thread == id {
             let last = g.next + 1 == reqs.len();
-            issue(&reqs[g.next], last, fd, &mut ctx, &mut offset, &mut rng, &mut st)?;
+            issue(
+                &reqs[g.next],
+                last,
+                fd,
+                &mut ctx,
+                &mut offset,
+                &mut rng,
+                &mut st,
+            )?;
             g.next += 1;
         }
         if g.next < reqs.len() {
@@ -262,4 +279,45 @@ fn issue(
     st.bytes += len;
     *offset += len;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TRACE: &str = "\
+a-1 0 8 100 Rand 0 0 RM 0.1 START
+a-1 .01 8 108 Seq 0 8 RA 0.1 C
+a-1 .01 8 116 Seq 0 16 RA 0.1 C
+b-2 .01 16 900 Rand 0 0 R 0.1 C
+a-1 .01 8 124 Seq 0 24 R 0.1 C
+";
+
+    #[test]
+    fn parses_processes_and_actions() {
+        let t = Trace::parse(TRACE).unwrap();
+        assert_eq!(t.names, ["a-1", "b-2"]);
+        assert_eq!(t.reqs.len(), 5);
+        assert!(t.reqs[1].ahead && t.reqs[1].seq && !t.reqs[0].ahead);
+        assert_eq!(t.reqs[3].thread, 1);
+        assert!(t
+            .info()
+            .contains("\"threads\": 2, \"ios\": 5, \"read_ahead\": 2"));
+        assert!(Trace::parse("a 0 8 1 Seq\n").is_err());
+        assert!(Trace::parse("").is_err());
+    }
+
+    #[test]
+    fn replays_with_direct_io_where_the_file_system_has_it() {
+        let dir = std::env::temp_dir().join(format!("startup-replay-block-{}", std::process::id()));
+        let t = Trace::parse(TRACE).unwrap();
+        t.prepare(&dir).unwrap();
+        let out = t.run(&dir);
+        let _ = fs::remove_dir_all(&dir);
+        match out {
+            Ok(out) => assert!(out.contains("\"ios\": 5, \"bytes\": 24576"), "{out}"),
+            // A file system without O_DIRECT (EINVAL) cannot run it.
+            Err(e) => assert!(e.contains("Invalid argument"), "{e}"),
+        }
+    }
 }

@@ -125,7 +125,8 @@ impl Trace {
             tasks: Vec::new(),
         };
         for (i, line) in text.lines().enumerate().skip(1) {
-            t.parse_line(line).map_err(|e| format!("line {}: {e}", i + 1))?;
+            t.parse_line(line)
+                .map_err(|e| format!("line {}: {e}", i + 1))?;
         }
         if t.tasks.is_empty() {
             return Err("no operations".into());
@@ -155,7 +156,10 @@ impl Trace {
                     k => return Err(format!("file kind {k:?}")),
                 };
                 let rel = PathBuf::from(w[4].trim_start_matches('/'));
-                if rel.components().any(|c| !matches!(c, std::path::Component::Normal(_))) {
+                if rel
+                    .components()
+                    .any(|c| !matches!(c, std::path::Component::Normal(_)))
+                {
                     return Err(format!("path {:?} must be absolute, without . or ..", w[4]));
                 }
                 let size = num(w.get(3), "size")?;
@@ -190,11 +194,7 @@ impl Trace {
             "wait" => OpKind::Wait(num(a(0), "child pid")?),
             "exec" => OpKind::Exec(self.fid(a(0))?),
             "open" => OpKind::Open(self.fid(a(0))?),
-            "read" => OpKind::Read(
-                self.fid(a(0))?,
-                num(a(1), "offset")?,
-                num(a(2), "length")?,
-            ),
+            "read" => OpKind::Read(self.fid(a(0))?, num(a(1), "offset")?, num(a(2), "length")?),
             "fault" => OpKind::Fault(self.fid(a(0))?, num(a(1), "offset")?),
             "stat" => OpKind::Stat(self.fid(a(0))?),
             "readdir" => OpKind::Readdir(self.fid(a(0))?),
@@ -278,7 +278,12 @@ impl Trace {
         let mut ops: Vec<_> = by.into_iter().collect();
         ops.sort();
         let pids: std::collections::BTreeSet<u32> = self.tasks.iter().map(|t| t.pid).collect();
-        let file_bytes: u64 = self.files.iter().filter(|f| f.kind == Kind::File).map(|f| f.size).sum();
+        let file_bytes: u64 = self
+            .files
+            .iter()
+            .filter(|f| f.kind == Kind::File)
+            .map(|f| f.size)
+            .sum();
         let header: Vec<String> = self
             .header
             .iter()
@@ -334,7 +339,10 @@ impl Trace {
             .tasks
             .iter()
             .enumerate()
-            .map(|(i, t)| r.shared.stat(i, format!("{} ({}/{})", t.comm, t.pid, t.tid)))
+            .map(|(i, t)| {
+                r.shared
+                    .stat(i, format!("{} ({}/{})", t.comm, t.pid, t.tid))
+            })
             .collect();
         Ok(json::result("file", startup_s, &tasks))
     }
@@ -559,5 +567,77 @@ impl Replay<'_> {
         // SAFETY: `off` is inside the mapping.
         unsafe { std::ptr::read_volatile(p.add(off as usize)) };
         4096
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A trace with every op: a process with a thread, a child process
+    /// waited for, reads, a fault, metadata and an absent path.
+    const TRACE: &str = "# ironlift-startup-trace 1
+# app: test
+F\t0\tf\t20000\t/usr/bin/app
+F\t1\td\t0\t/usr/lib
+F\t2\tf\t9000\t/usr/lib/libx.so
+F\t3\tn\t0\t/etc/missing
+T\t10\t10\tapp
+0\t0\t10\t10\texec\t0
+5\t0\t10\t10\topen\t2
+6\t0\t10\t10\tread\t2\t0\t832
+7\t0\t10\t10\tfault\t2\t4096
+8\t0\t10\t10\tstat\t3
+9\t0\t10\t10\treaddir\t1
+10\t0\t10\t10\tthread\t11
+11\t0\t10\t11\tread\t0\t8192\t4096
+12\t0\t10\t10\tfork\t12
+13\t20\t12\t12\tread\t2\t100\t10
+14\t0\t10\t10\twait\t12
+";
+
+    #[test]
+    fn parses_the_format_and_refuses_bad_lines() {
+        let t = Trace::parse(TRACE).unwrap();
+        assert_eq!(t.files.len(), 4);
+        assert_eq!(t.tasks.len(), 3);
+        assert!(t.tasks[1].created && t.tasks[2].created && !t.tasks[0].created);
+        assert_eq!(t.tasks[0].ops.len(), 9);
+        assert!(t
+            .info()
+            .contains("\"processes\": 2, \"tasks\": 3, \"files\": 4"));
+        for bad in [
+            "F\t1\tf\t1\t/a\n",            // fids in order from 0
+            "F\t0\tf\t1\t/a/../b\n",       // no ..
+            "0\t0\t1\t1\tread\t5\t0\t1\n", // fid outside the table
+            "0\t0\t1\t1\tjump\n",          // unknown op
+        ] {
+            assert!(Trace::parse(&format!("{MAGIC}\n{bad}")).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn prepares_and_replays_every_op() {
+        let dir = std::env::temp_dir().join(format!("startup-replay-test-{}", std::process::id()));
+        let t = Trace::parse(TRACE).unwrap();
+        t.prepare(&dir).unwrap();
+        assert_eq!(
+            fs::metadata(dir.join("usr/lib/libx.so")).unwrap().len(),
+            9000
+        );
+        assert!(dir.join("etc").is_dir() && !dir.join("etc/missing").exists());
+        let out = t.run(&dir, true).unwrap();
+        let _ = fs::remove_dir_all(&dir);
+        // Main: exec 256 + read 832 + fault 4096, and open, stat, readdir;
+        // the thread 4096, the child 10.
+        assert!(out.contains("\"ios\": 8, \"bytes\": 9290"), "{out}");
+        assert!(
+            out.contains("\"name\": \"app (10/10)\", \"ops\": 6"),
+            "{out}"
+        );
+        assert!(
+            out.contains("\"name\": \" (12/12)\", \"ops\": 1, \"bytes\": 10"),
+            "{out}"
+        );
     }
 }

@@ -22,10 +22,10 @@ pub use spec::{AppSpec, StartupSpec};
 use super::kind::{Kind, Suite};
 use crate::devices::Device;
 use crate::flags::QemuBench;
-use crate::results::{Header, Planned, Timing};
-use anyhow::{bail, Context, Result};
 use crate::guest::Prepared;
+use crate::results::{Header, Planned, Timing};
 use crate::util;
+use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -49,11 +49,13 @@ pub struct Startup {
 /// Builds tools/startup-replay (release) and returns the binary's path.
 fn build_replayer(root: &Path) -> Result<PathBuf> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    util::run(
-        Command::new(cargo)
-            .current_dir(root)
-            .args(["build", "--release", "--quiet", "-p", "startup-replay"]),
-    )
+    util::run(Command::new(cargo).current_dir(root).args([
+        "build",
+        "--release",
+        "--quiet",
+        "-p",
+        "startup-replay",
+    ]))
     .context("building tools/startup-replay")?;
     let bin = root.join("target/release/startup-replay");
     if !bin.is_file() {
@@ -68,7 +70,11 @@ fn only_apps(spec: &StartupSpec, only: &[String]) -> Result<Vec<AppSpec>> {
     if let Some(bad) = only.iter().find(|w| !names.contains(w)) {
         bail!(
             "no application {bad:?}; the applications: {}",
-            if names.is_empty() { "none named".into() } else { names.join(", ") }
+            if names.is_empty() {
+                "none named".into()
+            } else {
+                names.join(", ")
+            }
         );
     }
     Ok(spec
@@ -95,6 +101,7 @@ impl Kind for Startup {
     const NAME: &'static str = "startup";
     const SCHEMA: &'static str = "ironlift-startup/1";
     const TABLES: &'static [&'static str] = &["startup"];
+    const CASES: Option<&'static str> = Some("applications");
     const ROTATE_BY_DEVICE: bool = true;
 
     type Case = StartupCase;
@@ -294,7 +301,13 @@ mod tests {
     #[test]
     fn plan_rotates_and_covers_every_scheduler_each_repeat() {
         let sch = names(&["mq-deadline", "kyber", "bfq"]);
-        let p = plan(&names(&["nullb-slow"]), &[StartupCase { app: None }], &sch, 3, true);
+        let p = plan(
+            &names(&["nullb-slow"]),
+            &[StartupCase { app: None }],
+            &sch,
+            3,
+            true,
+        );
         assert_eq!(p.len(), 9);
         for (r, block) in p.chunks(3).enumerate() {
             let mut got: Vec<&str> = block.iter().map(|x| x.scheduler.as_str()).collect();
@@ -305,7 +318,13 @@ mod tests {
         assert_ne!(p[0].scheduler, p[3].scheduler);
         assert_eq!(p[4].id, "0004");
         // A second device starts one further along the rotation.
-        let p = plan(&names(&["a", "b"]), &[StartupCase { app: None }], &sch, 1, true);
+        let p = plan(
+            &names(&["a", "b"]),
+            &[StartupCase { app: None }],
+            &sch,
+            1,
+            true,
+        );
         assert_eq!(
             (p[0].scheduler.as_str(), p[3].scheduler.as_str()),
             ("mq-deadline", "kyber")
@@ -459,5 +478,40 @@ mod tests {
         let back: Vec<StartupSummary> = serde_json::from_str(&text).unwrap();
         assert!(back[1].startup_mean_s.is_nan());
         assert_eq!(back[0].startup_mean_s, 10.0);
+    }
+
+    #[test]
+    fn the_replay_suite_names_its_applications_and_leaves_the_tags() {
+        let s = Suite::load(&crate::util::repo_root(), "startup-replay").unwrap();
+        let sp = spec_of(&s).unwrap();
+        assert_eq!(sp.nr_requests, 0);
+        assert!(sp.replays() && sp.tar().is_none());
+        let k = Startup {
+            spec: sp.clone(),
+            replayer: Some("/x/startup-replay".into()),
+        };
+        let cases = k.cases(&s.full);
+        assert_eq!(cases.len(), sp.app.len());
+        assert_eq!(Startup::tsv(&cases[0]), "startup\ts-xterm");
+        let env = k.job_env(&s.full);
+        assert!(env.contains("STARTUP_REPLAY=/x/startup-replay\n"), "{env}");
+        assert!(env.contains("s-xterm=replay:/"), "{env}");
+        assert!(env.contains("STARTUP_NR_REQUESTS=0\n") && !env.contains("STARTUP_FILES"));
+        let only = only_apps(&sp, &names(&["gcc-hello", "s-xterm"])).unwrap();
+        assert_eq!(
+            only.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(),
+            ["s-xterm", "gcc-hello"]
+        );
+        assert!(only_apps(&sp, &names(&["nope"])).is_err());
+        // A replay needs its trace; a tar application needs the stand-in's numbers.
+        let mut bad = sp.clone();
+        bad.app[0].trace = Some("configs/startup/traces/missing.trace".into());
+        assert!(bad.validate(&crate::util::repo_root()).is_err());
+        bad = sp.clone();
+        bad.app[0].kind = "tar".into();
+        bad.app[0].trace = None;
+        assert!(bad.validate(&crate::util::repo_root()).is_err());
+        bad.app[1].name = bad.app[0].name.clone();
+        assert!(bad.validate(&crate::util::repo_root()).is_err());
     }
 }

@@ -50,7 +50,6 @@ pub struct AppSpec {
     pub trace: Option<String>,
 }
 
-
 impl StartupSpec {
     /// The applications: `app`, or the tar stand-in alone.
     pub fn apps(&self) -> Vec<AppSpec> {
@@ -105,7 +104,10 @@ impl StartupSpec {
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
         {
-            bail!("[startup]: application name {:?}: letters, digits, - _ . only", a.name);
+            bail!(
+                "[startup]: application name {:?}: letters, digits, - _ . only",
+                a.name
+            );
         }
         match (a.kind.as_str(), &a.trace) {
             ("tar", None) => {
