@@ -217,9 +217,9 @@ startup_run() { # id device scheduler app
 startup_run_and_say() { # id device scheduler case app
 	startup_run "$1" "$2" "$3" "$5"
 	if [ -f "/run/out/runs/$1.json" ]; then
-		say "  $(cat "/run/out/runs/$1.json")"
+		say "  $5: $(cat "/run/out/runs/$1.json")"
 	else
-		say "  failed: $(cat "/run/out/runs/$1.err")"
+		say "  $5 failed: $(cat "/run/out/runs/$1.err")"
 	fi
 }
 
