@@ -3,26 +3,45 @@
 # The "startup" suite (xtask/src/suite/startup/): application start-up
 # time under background I/O.
 #
-# On each device of the plan: ext4, an application stand-in (STARTUP_FILES
-# small files in STARTUP_DIRS directories) and one large file per greedy
-# reader. job.env gives every STARTUP_* setting (configs/suites/startup.toml
-# and the suite's timing). Each plan line is one run:
-#   select the scheduler, set nr_requests, drop caches, start the
-#   STARTUP_READERS sequential readers (one fio process each, direct I/O,
-#   wrapping round their file), wait until they do I/O and STARTUP_RAMP_S
-#   more, drop caches again, then time reading the application's files cold
-#   (tar of the folder into a pipe), then stop the readers, drop caches and
-#   time the same start-up with the device to itself (the floor).
-# Plan lines (plan.tsv): id <TAB> device <TAB> scheduler <TAB> startup <TAB> -
+# On each device of the plan: ext4, the applications' files and one large
+# file per greedy reader. The applications (STARTUP_APPS, name=kind or
+# name=replay:/trace) are the tar stand-in (STARTUP_FILES small files in
+# STARTUP_DIRS directories, read whole with tar) and recorded start-ups
+# replayed by STARTUP_REPLAY (tools/startup-replay, which lays out their
+# files under replay/<name>). job.env gives every STARTUP_* setting
+# (configs/suites/startup*.toml and the suite's timing). Each plan line is
+# one run:
+#   select the scheduler, set nr_requests (unless STARTUP_NR_REQUESTS is 0:
+#   the device's default), drop caches, start the STARTUP_READERS
+#   sequential readers (one fio process each, wrapping round their file),
+#   wait until they do I/O and STARTUP_RAMP_S more, drop caches again, then
+#   time the application's start-up cold, then stop the readers, drop
+#   caches and time the same start-up with the device to itself (the floor).
+# Plan lines (plan.tsv): id <TAB> device <TAB> scheduler <TAB> startup <TAB> app
 # Results: /run/out/runs/<id>.json (the start-up), <id>.readers.json (fio's
-# JSON for the readers), or <id>.err saying what went wrong.
+# JSON for the readers), <id>.replay.json and <id>.alone.json (a replay's
+# own lines, loaded and alone), or <id>.err saying what went wrong.
 . "$(dirname "$(readlink -f "$0")")/lib.sh"
 [ -f /run/out/job.env ] && . /run/out/job.env
 
-for v in STARTUP_FILES STARTUP_DIRS STARTUP_FILE_KB_MIN STARTUP_FILE_KB_MAX \
-	STARTUP_READERS STARTUP_READER_MB STARTUP_READER_FIO STARTUP_NR_REQUESTS \
-	STARTUP_RAMP_S STARTUP_CAP_S; do
+for v in STARTUP_APPS STARTUP_READERS STARTUP_READER_MB STARTUP_READER_FIO \
+	STARTUP_NR_REQUESTS STARTUP_RAMP_S STARTUP_CAP_S; do
 	[ -n "${!v:-}" ] || { say "job.env has no $v"; exit 1; }
+done
+
+# The applications: kind and trace by name.
+declare -A APP_KIND=() APP_TRACE=() APP_FILES=() APP_BYTES=()
+for a in $STARTUP_APPS; do
+	name=${a%%=*} spec=${a#*=}
+	APP_KIND[$name]=${spec%%:*}
+	[ "$spec" != "${spec#*:}" ] && APP_TRACE[$name]=${spec#*:}
+	case ${APP_KIND[$name]} in
+	tar) for v in STARTUP_FILES STARTUP_DIRS STARTUP_FILE_KB_MIN STARTUP_FILE_KB_MAX; do
+		[ -n "${!v:-}" ] || { say "job.env has no $v"; exit 1; }
+	done ;;
+	replay) [ -x "${STARTUP_REPLAY:-}" ] || { say "job.env has no STARTUP_REPLAY"; exit 1; } ;;
+	*) say "application $name: unknown kind ${APP_KIND[$name]}"; exit 1 ;;
+	esac
 done
 
 # Sectors read from a device so far (/sys/block/<dev>/stat, field 3).
@@ -30,16 +49,30 @@ sectors_read() { awk '{ print $3 }' "/sys/block/$(devname "$1")/stat"; }
 
 # Loads the tools the start-up runs (from the 9p root, not the device under
 # test), so that its timing covers the application's reads only.
-load_tools() {
+load_tools() { # app
 	tar --version > /dev/null; cat --version > /dev/null
 	timeout --version > /dev/null
+	[ -n "${APP_TRACE[$1]:-}" ] && "$STARTUP_REPLAY" info "${APP_TRACE[$1]}" > /dev/null
+	true
 }
 
-# The start-up: the application's folder under mountpoint $1, read whole,
-# within STARTUP_CAP_S (rc 124 beyond). The loaded and the alone start-up
-# must be the same command to compare.
-read_app() { # mountpoint
-	timeout "$STARTUP_CAP_S" bash -c 'tar -cf - -C "$1" app | cat > /dev/null' _ "$1"
+# The start-up of application $2 on mountpoint $1, within STARTUP_CAP_S
+# (rc 124 beyond); sets APP_S to its time in seconds. The tar stand-in is
+# timed from outside (its folder read whole); a replay times itself (first
+# operation to last task done) and its line goes to file $3. The loaded
+# and the alone start-up must be the same command to compare.
+time_app() { # mountpoint app replay-output
+	local t0 t1 rc=0
+	if [ "${APP_KIND[$2]}" = tar ]; then
+		t0=$EPOCHREALTIME
+		timeout "$STARTUP_CAP_S" bash -c 'tar -cf - -C "$1" app | cat > /dev/null' _ "$1" || rc=$?
+		t1=$EPOCHREALTIME
+		APP_S=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f", b - a }')
+		return $rc
+	fi
+	timeout "$STARTUP_CAP_S" "$STARTUP_REPLAY" run "${APP_TRACE[$2]}" "$1/replay/$2" > "$3" || return $?
+	APP_S=$(sed -n 's/.*"startup_s": \([0-9.]*\).*/\1/p' "$3")
+	[ -n "$APP_S" ]
 }
 
 # Where a device's file system is mounted.
@@ -56,9 +89,37 @@ prepare_device() { # device
 	mkdir -p "$mnt"
 	# noatime: reading must not write; noinit_itable: nothing in the background.
 	mount -t ext4 -o noatime,noinit_itable "$dev" "$mnt" || return 1
-	mkdir -p "$mnt/app" "$mnt/big"
-	# The application: sizes log-uniform in [KB_MIN, KB_MAX] KiB, files
-	# spread round-robin over the folders; fixed seed, same set every boot.
+	mkdir -p "$mnt/big"
+	local app
+	for app in "${!APP_KIND[@]}"; do
+		if [ "${APP_KIND[$app]}" = tar ]; then
+			make_tar_app "$mnt" || return 1
+			APP_FILES[$app]=$(find "$mnt/app" -type f | wc -l)
+			APP_BYTES[$app]=$(find "$mnt/app" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
+		else
+			"$STARTUP_REPLAY" prepare "${APP_TRACE[$app]}" "$mnt/replay/$app" > /tmp/prepare.log 2>&1 ||
+				{ say "preparing $app failed: $(tail -2 /tmp/prepare.log)"; return 1; }
+			# A file trace's files, or a block trace's threads (one file each).
+			APP_FILES[$app]=$("$STARTUP_REPLAY" info "${APP_TRACE[$app]}" |
+				sed -n 's/.*"\(files\|threads\)": \([0-9]*\).*/\2/p')
+		fi
+		say "$(devname "$dev"): application $app (${APP_KIND[$app]}): ${APP_FILES[$app]} files"
+	done
+	local i
+	for i in $(seq 0 $((STARTUP_READERS - 1))); do
+		dd if=/dev/zero of="$mnt/big/r.$i" bs=1M count="$STARTUP_READER_MB" \
+			oflag=direct status=none || return 1
+	done
+	sync
+	say "$(devname "$dev"): ext4 with the applications and $STARTUP_READERS × $STARTUP_READER_MB MiB reader files"
+}
+
+# The tar stand-in's files under mountpoint $1: sizes log-uniform in
+# [KB_MIN, KB_MAX] KiB, files spread round-robin over the folders; fixed
+# seed, the same set every boot.
+make_tar_app() { # mountpoint
+	local mnt=$1
+	mkdir -p "$mnt/app"
 	awk -v n="$STARTUP_FILES" -v d="$STARTUP_DIRS" -v lo="$STARTUP_FILE_KB_MIN" \
 		-v hi="$STARTUP_FILE_KB_MAX" 'BEGIN {
 		srand(20261130)
@@ -72,24 +133,16 @@ prepare_device() { # device
 		mkdir -p "$mnt/app/$(dirname "$path")"
 		head -c "$size" /dev/urandom > "$mnt/app/$path" || return 1
 	done < /tmp/appfiles
-	local i
-	for i in $(seq 0 $((STARTUP_READERS - 1))); do
-		dd if=/dev/zero of="$mnt/big/r.$i" bs=1M count="$STARTUP_READER_MB" \
-			oflag=direct status=none || return 1
-	done
-	sync
-	APP_FILES=$(find "$mnt/app" -type f | wc -l)
-	APP_BYTES=$(find "$mnt/app" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
-	say "$(devname "$dev"): ext4 with $APP_FILES application files ($APP_BYTES bytes) and $STARTUP_READERS × $STARTUP_READER_MB MiB reader files"
 }
 
 # One run, the scheduler selected; writes runs/<id>.json or runs/<id>.err.
-startup_run() { # id device scheduler
-	local id=$1 dev=$2 sched=$3 r=/run/out/runs/$1 mnt
+startup_run() { # id device scheduler app
+	local id=$1 dev=$2 sched=$3 app=$4 r=/run/out/runs/$1 mnt
 	mnt=$(mountpoint_of "$dev")
 	# Switching elevators resets nr_requests; set it for every scheduler alike
-	# (without one, nr_requests is the device's depth and cannot grow).
-	if [ "$sched" != none ] &&
+	# (without one, nr_requests is the device's depth and cannot grow), or
+	# leave the default the switch gave (STARTUP_NR_REQUESTS=0).
+	if [ "$sched" != none ] && [ "$STARTUP_NR_REQUESTS" != 0 ] &&
 		! echo "$STARTUP_NR_REQUESTS" > "/sys/block/$(devname "$dev")/queue/nr_requests"; then
 		echo "cannot set nr_requests=$STARTUP_NR_REQUESTS under $sched" > "$r.err"
 		return
@@ -118,12 +171,12 @@ startup_run() { # id device scheduler
 		return
 	fi
 	echo 3 > /proc/sys/vm/drop_caches
-	load_tools
-	local w0 w1 t0 t1 rc=0
+	load_tools "$app"
+	local w0 w1 rc=0 loaded_s nr
+	nr=$(cat "/sys/block/$(devname "$dev")/queue/nr_requests")
 	w0=$(sectors_read "$dev")
-	t0=$EPOCHREALTIME
-	read_app "$mnt" || rc=$?
-	t1=$EPOCHREALTIME
+	time_app "$mnt" "$app" "$r.replay.json" || rc=$?
+	loaded_s=$APP_S
 	w1=$(sectors_read "$dev")
 	local alive=1
 	kill -0 $fio_pid 2>/dev/null || alive=0
@@ -135,39 +188,38 @@ startup_run() { # id device scheduler
 	# after, not before: timed just before the readers started, it once
 	# made mq-deadline's loaded start-up 30 % slower (3.4 s against 2.5 s,
 	# 4 repeats each; BFQ's no slower), which later tries did not repeat.
-	local a0=0 a1=0
+	local alone_s=0
 	if [ $rc = 0 ] && [ $alive = 1 ]; then
 		sync
 		echo 3 > /proc/sys/vm/drop_caches
-		load_tools
-		a0=$EPOCHREALTIME
-		if ! read_app "$mnt"; then
-			echo "reading the application's files with no readers failed or took longer than ${STARTUP_CAP_S}s under $sched" > "$r.err"
+		load_tools "$app"
+		if ! time_app "$mnt" "$app" "$r.alone.json"; then
+			echo "the start-up of $app with no readers failed or took longer than ${STARTUP_CAP_S}s under $sched" > "$r.err"
 			return
 		fi
-		a1=$EPOCHREALTIME
+		alone_s=$APP_S
 	fi
 	if [ $rc = 124 ]; then
 		echo "start-up took longer than ${STARTUP_CAP_S}s under $sched" > "$r.err"
 	elif [ $rc != 0 ]; then
-		echo "reading the application's files failed (rc $rc)" > "$r.err"
+		echo "the start-up of $app failed (rc $rc): $(tail -c 300 "$r.replay.json" 2>/dev/null)" > "$r.err"
 	elif [ $alive = 0 ]; then
 		echo "the readers stopped during the start-up (fio rc $fio_rc): $(tail -3 "$r.readers.log" | tr '\n' ' ')" > "$r.err"
 	else
-		printf '{"startup_s": %s, "alone_s": %s, "app_files": %s, "app_bytes": %s, "window_read_bytes": %s}\n' \
-			"$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f", b - a }')" \
-			"$(awk -v a="$a0" -v b="$a1" 'BEGIN { printf "%.6f", b - a }')" \
-			"$APP_FILES" "$APP_BYTES" $(( (w1 - w0) * 512 )) > "$r.json"
+		local bytes=${APP_BYTES[$app]:-}
+		[ -n "$bytes" ] || bytes=$(sed -n 's/^{[^[]*"bytes": \([0-9]*\).*/\1/p' "$r.replay.json")
+		printf '{"startup_s": %s, "alone_s": %s, "app_files": %s, "app_bytes": %s, "window_read_bytes": %s, "nr_requests": %s}\n' \
+			"$loaded_s" "$alone_s" "${APP_FILES[$app]}" "${bytes:-0}" $(( (w1 - w0) * 512 )) "$nr" > "$r.json"
 	fi
 }
 
 # A run, and what it gave on the console.
-startup_run_and_say() { # id device scheduler
-	startup_run "$1" "$2" "$3"
+startup_run_and_say() { # id device scheduler case app
+	startup_run "$1" "$2" "$3" "$5"
 	if [ -f "/run/out/runs/$1.json" ]; then
-		say "  $(cat "/run/out/runs/$1.json")"
+		say "  $5: $(cat "/run/out/runs/$1.json")"
 	else
-		say "  failed: $(cat "/run/out/runs/$1.err")"
+		say "  $5 failed: $(cat "/run/out/runs/$1.err")"
 	fi
 }
 

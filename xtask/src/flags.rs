@@ -103,7 +103,7 @@ pub struct QemuBench {
     /// Comma-separated devices (names in configs/devices/guest.toml)
     #[arg(long, value_delimiter = ',')]
     pub devices: Option<Vec<String>>,
-    /// Comma-separated workloads of the suite [default: all]
+    /// Comma-separated workloads of the suite (a start-up suite: its applications) [default: all]
     #[arg(long, value_delimiter = ',')]
     pub workloads: Option<Vec<String>>,
     /// Results folder [default: results/<date>-<kernel>[-quick]]

@@ -1,8 +1,13 @@
 //! The start-up latency benchmark (`kind = "startup"`;
-//! configs/suites/startup.toml): how long an "application" takes to read
-//! its files cold while greedy sequential readers keep the device busy —
-//! the case BFQ's `low_latency` is for (the S suite's comm_startup_lat,
-//! Phoronix's "Application Start-up Time").
+//! configs/suites/startup.toml, startup-replay.toml): how long an
+//! application takes to start cold while greedy sequential readers keep
+//! the device busy — the case BFQ's `low_latency` is for (the S suite's
+//! comm_startup_lat, Phoronix's "Application Start-up Time").
+//!
+//! An application is either a synthetic stand-in read whole with tar, or
+//! a recorded start-up replayed by `tools/startup-replay` (built here for
+//! the host, whose root the guest runs on). Each application is a case of
+//! the plan, with its own table and floor in the report.
 //!
 //! The guest side is `qemu/guest/startup.sh`; results.json is schema
 //! `ironlift-startup/1` (docs/results-schema.md).
@@ -12,34 +17,91 @@ mod results;
 mod spec;
 
 pub use results::*;
-pub use spec::StartupSpec;
+pub use spec::{AppSpec, StartupSpec};
 
 use super::kind::{Kind, Suite};
 use crate::devices::Device;
 use crate::flags::QemuBench;
+use crate::guest::Prepared;
 use crate::results::{Header, Planned, Timing};
+use crate::util;
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 /// The suite's `[startup]` table, checked.
 fn spec_of(suite: &Suite) -> Result<StartupSpec> {
     let spec: StartupSpec = suite
         .table::<Startup, _>("startup")?
         .context("kind = \"startup\" needs a [startup] table")?;
-    spec.validate()?;
+    spec.validate(&util::repo_root())?;
     Ok(spec)
 }
 
 /// The startup kind, for one `qemu-bench` invocation.
 pub struct Startup {
     spec: StartupSpec,
+    /// tools/startup-replay built for the host (when an application replays).
+    replayer: Option<PathBuf>,
+}
+
+/// Builds tools/startup-replay (release) and returns the binary's path.
+fn build_replayer(root: &Path) -> Result<PathBuf> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    util::run(Command::new(cargo).current_dir(root).args([
+        "build",
+        "--release",
+        "--quiet",
+        "-p",
+        "startup-replay",
+    ]))
+    .context("building tools/startup-replay")?;
+    let bin = root.join("target/release/startup-replay");
+    if !bin.is_file() {
+        bail!("{} was not built", bin.display());
+    }
+    Ok(bin)
+}
+
+/// The suite's applications named in `--workloads`, in the suite's order.
+fn only_apps(spec: &StartupSpec, only: &[String]) -> Result<Vec<AppSpec>> {
+    let names: Vec<String> = spec.app.iter().map(|a| a.name.clone()).collect();
+    if let Some(bad) = only.iter().find(|w| !names.contains(w)) {
+        bail!(
+            "no application {bad:?}; the applications: {}",
+            if names.is_empty() {
+                "none named".into()
+            } else {
+                names.join(", ")
+            }
+        );
+    }
+    Ok(spec
+        .app
+        .iter()
+        .filter(|a| only.contains(&a.name))
+        .cloned()
+        .collect())
+}
+
+/// job.env's `STARTUP_APPS`: `name=tar` or `name=replay:/abs/trace`, space-separated.
+fn apps_env(spec: &StartupSpec, root: &Path) -> String {
+    spec.apps()
+        .iter()
+        .map(|a| match &a.trace {
+            Some(t) => format!("{}={}:{}", a.name, a.kind, root.join(t).display()),
+            None => format!("{}={}", a.name, a.kind),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 impl Kind for Startup {
     const NAME: &'static str = "startup";
     const SCHEMA: &'static str = "ironlift-startup/1";
     const TABLES: &'static [&'static str] = &["startup"];
+    const CASES: Option<&'static str> = Some("applications");
     const ROTATE_BY_DEVICE: bool = true;
 
     type Case = StartupCase;
@@ -47,18 +109,28 @@ impl Kind for Startup {
     type Results = StartupResults;
 
     fn new(suite: &Suite, o: &QemuBench) -> Result<Self> {
-        if o.workloads.is_some() {
-            bail!("suite {} has no workloads to choose from", suite.name);
-        }
         if o.profile || o.count_insns {
             bail!(
                 "--profile and --count-insns measure fio runs; suite {} is a start-up suite",
                 suite.name
             );
         }
+        let mut spec = spec_of(suite)?;
+        if let Some(only) = &o.workloads {
+            spec.app = only_apps(&spec, only)
+                .with_context(|| format!("--workloads of suite {}", suite.name))?;
+        }
         Ok(Startup {
-            spec: spec_of(suite)?,
+            spec,
+            replayer: None,
         })
+    }
+
+    fn prepared(&mut self, _o: &QemuBench, _p: &Prepared) -> Result<()> {
+        if self.spec.replays() {
+            self.replayer = Some(build_replayer(&util::repo_root())?);
+        }
+        Ok(())
     }
 
     fn check_schedulers(&self, schedulers: &[String], elevators: &[String]) -> Result<()> {
@@ -77,26 +149,48 @@ impl Kind for Startup {
         Ok(())
     }
 
+    /// One case per application; the implicit tar stand-in keeps the
+    /// unnamed case of suites without `[[startup.app]]`.
     fn cases(&self, _timing: &Timing) -> Vec<StartupCase> {
-        vec![StartupCase {}]
+        if self.spec.app.is_empty() {
+            return vec![StartupCase { app: None }];
+        }
+        self.spec
+            .app
+            .iter()
+            .map(|a| StartupCase {
+                app: Some(a.name.clone()),
+            })
+            .collect()
     }
 
-    fn tsv(_case: &StartupCase) -> String {
-        "startup\t-".into()
+    fn tsv(case: &StartupCase) -> String {
+        format!("startup\t{}", case.app.as_deref().unwrap_or("tar"))
     }
 
-    /// job.env lines for startup.sh: the `[startup]` table, the readers'
-    /// head start (`ramp_s`) and the cap on one start-up (`runtime_s`).
+    /// job.env lines for startup.sh: the `[startup]` table (the tar
+    /// stand-in's settings only when it has them), the applications, the
+    /// replayer, the readers' head start (`ramp_s`) and the cap on one
+    /// start-up (`runtime_s`).
     fn job_env(&self, timing: &Timing) -> String {
         let sp = &self.spec;
-        format!(
-            "STARTUP_FILES={}\nSTARTUP_DIRS={}\nSTARTUP_FILE_KB_MIN={}\n\
-             STARTUP_FILE_KB_MAX={}\nSTARTUP_READERS={}\nSTARTUP_READER_MB={}\n\
+        let mut env = String::new();
+        if let Some((files, dirs, lo, hi)) = sp.tar() {
+            env.push_str(&format!(
+                "STARTUP_FILES={files}\nSTARTUP_DIRS={dirs}\nSTARTUP_FILE_KB_MIN={lo}\n\
+                 STARTUP_FILE_KB_MAX={hi}\n"
+            ));
+        }
+        env.push_str(&format!(
+            "STARTUP_APPS='{}'\n",
+            apps_env(sp, &util::repo_root())
+        ));
+        if let Some(r) = &self.replayer {
+            env.push_str(&format!("STARTUP_REPLAY={}\n", r.display()));
+        }
+        env + &format!(
+            "STARTUP_READERS={}\nSTARTUP_READER_MB={}\n\
              STARTUP_READER_FIO='{}'\nSTARTUP_NR_REQUESTS={}\nSTARTUP_RAMP_S={}\nSTARTUP_CAP_S={}\n",
-            sp.app_files,
-            sp.app_dirs,
-            sp.app_file_kb_min,
-            sp.app_file_kb_max,
             sp.readers,
             sp.reader_file_mb,
             sp.reader_fio,
@@ -169,17 +263,21 @@ mod tests {
         let s = suite();
         assert_eq!(s.kind, Startup::NAME);
         let sp = spec_of(&s).unwrap();
-        let env = Startup { spec: sp.clone() }.job_env(&s.full);
+        let env = Startup {
+            spec: sp.clone(),
+            replayer: None,
+        }
+        .job_env(&s.full);
         assert!(env.starts_with("STARTUP_FILES="));
         assert!(env.contains(&format!("STARTUP_CAP_S={}\n", s.full.runtime_s)));
         assert!(env.contains(&format!("STARTUP_RAMP_S={}\n", s.full.ramp_s)));
         assert!(env.contains(&format!("STARTUP_READER_FIO='{}'\n", sp.reader_fio)));
         let mut bad = sp.clone();
-        bad.app_file_kb_min = bad.app_file_kb_max + 1;
-        assert!(bad.validate().is_err());
+        bad.app_file_kb_min = bad.app_file_kb_max.map(|k| k + 1);
+        assert!(bad.validate(&crate::util::repo_root()).is_err());
         bad = sp;
         bad.reader_fio = "--name='x'".into();
-        assert!(bad.validate().is_err());
+        assert!(bad.validate(&crate::util::repo_root()).is_err());
     }
 
     #[test]
@@ -193,7 +291,7 @@ mod tests {
         let wl = "[[workload]]\nname = \"r\"\nfio = \"--rw=read\"\n";
         let s = Suite::parse(&format!("{head}{st}")).unwrap();
         assert_eq!(s.kind, Startup::NAME);
-        assert_eq!(spec_of(&s).unwrap().app_files, 2);
+        assert_eq!(spec_of(&s).unwrap().app_files, Some(2));
         assert!(spec_of(&Suite::parse(head).unwrap()).is_err());
         assert!(spec_of(&Suite::parse(&format!("{head}{st}{wl}")).unwrap()).is_err());
         let extra = st.replace("nr_requests = 8\n", "nr_requests = 8\nmore = 1\n");
@@ -203,7 +301,13 @@ mod tests {
     #[test]
     fn plan_rotates_and_covers_every_scheduler_each_repeat() {
         let sch = names(&["mq-deadline", "kyber", "bfq"]);
-        let p = plan(&names(&["nullb-slow"]), &[StartupCase {}], &sch, 3, true);
+        let p = plan(
+            &names(&["nullb-slow"]),
+            &[StartupCase { app: None }],
+            &sch,
+            3,
+            true,
+        );
         assert_eq!(p.len(), 9);
         for (r, block) in p.chunks(3).enumerate() {
             let mut got: Vec<&str> = block.iter().map(|x| x.scheduler.as_str()).collect();
@@ -214,12 +318,18 @@ mod tests {
         assert_ne!(p[0].scheduler, p[3].scheduler);
         assert_eq!(p[4].id, "0004");
         // A second device starts one further along the rotation.
-        let p = plan(&names(&["a", "b"]), &[StartupCase {}], &sch, 1, true);
+        let p = plan(
+            &names(&["a", "b"]),
+            &[StartupCase { app: None }],
+            &sch,
+            1,
+            true,
+        );
         assert_eq!(
             (p[0].scheduler.as_str(), p[3].scheduler.as_str()),
             ("mq-deadline", "kyber")
         );
-        assert_eq!(Startup::tsv(&StartupCase {}), "startup\t-");
+        assert_eq!(Startup::tsv(&StartupCase { app: None }), "startup\ttar");
     }
 
     fn run(rep: u32, s: &str, t: Option<f64>) -> StartupRun {
@@ -230,7 +340,7 @@ mod tests {
                 repeat: rep,
                 device: "nullb-slow".into(),
                 scheduler: s.into(),
-                case: StartupCase {},
+                case: StartupCase { app: None },
             },
             t.map(|t| StartupMeasured {
                 startup_s: t,
@@ -239,6 +349,7 @@ mod tests {
                 app_bytes: 1,
                 window_read_bytes: 0,
                 readers_mb_s: 10.0,
+                nr_requests: None,
             })
             .ok_or_else(|| "x".to_string()),
         )
@@ -336,6 +447,7 @@ mod tests {
     fn references_and_elevators_must_be_measured() {
         let k = Startup {
             spec: spec_of(&suite()).unwrap(),
+            replayer: None,
         };
         let el = names(&["rust-bfq"]);
         assert!(k
@@ -366,5 +478,40 @@ mod tests {
         let back: Vec<StartupSummary> = serde_json::from_str(&text).unwrap();
         assert!(back[1].startup_mean_s.is_nan());
         assert_eq!(back[0].startup_mean_s, 10.0);
+    }
+
+    #[test]
+    fn the_replay_suite_names_its_applications_and_leaves_the_tags() {
+        let s = Suite::load(&crate::util::repo_root(), "startup-replay").unwrap();
+        let sp = spec_of(&s).unwrap();
+        assert_eq!(sp.nr_requests, 0);
+        assert!(sp.replays() && sp.tar().is_none());
+        let k = Startup {
+            spec: sp.clone(),
+            replayer: Some("/x/startup-replay".into()),
+        };
+        let cases = k.cases(&s.full);
+        assert_eq!(cases.len(), sp.app.len());
+        assert_eq!(Startup::tsv(&cases[0]), "startup\ts-xterm");
+        let env = k.job_env(&s.full);
+        assert!(env.contains("STARTUP_REPLAY=/x/startup-replay\n"), "{env}");
+        assert!(env.contains("s-xterm=replay:/"), "{env}");
+        assert!(env.contains("STARTUP_NR_REQUESTS=0\n") && !env.contains("STARTUP_FILES"));
+        let only = only_apps(&sp, &names(&["gcc-hello", "s-xterm"])).unwrap();
+        assert_eq!(
+            only.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(),
+            ["s-xterm", "gcc-hello"]
+        );
+        assert!(only_apps(&sp, &names(&["nope"])).is_err());
+        // A replay needs its trace; a tar application needs the stand-in's numbers.
+        let mut bad = sp.clone();
+        bad.app[0].trace = Some("configs/startup/traces/missing.trace".into());
+        assert!(bad.validate(&crate::util::repo_root()).is_err());
+        bad = sp.clone();
+        bad.app[0].kind = "tar".into();
+        bad.app[0].trace = None;
+        assert!(bad.validate(&crate::util::repo_root()).is_err());
+        bad.app[1].name = bad.app[0].name.clone();
+        assert!(bad.validate(&crate::util::repo_root()).is_err());
     }
 }

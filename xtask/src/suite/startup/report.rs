@@ -51,58 +51,90 @@ fn floor_line(rows: &[&StartupSummary]) -> String {
     }
 }
 
-/// The results as Markdown tables, one per device.
+/// The (device, application) pairs of the summary rows, in order.
+fn row_groups(res: &StartupResults) -> Vec<(&str, Option<&str>)> {
+    let mut out: Vec<(&str, Option<&str>)> = Vec::new();
+    for r in &res.summary {
+        let g = (r.device.as_str(), r.app.as_deref());
+        if !out.contains(&g) {
+            out.push(g);
+        }
+    }
+    out
+}
+
+/// The results as Markdown tables, one per device and application.
 pub fn table_markdown(res: &StartupResults) -> String {
     let mut s = String::new();
-    let mut last: Option<&str> = None;
-    let mut device_rows: Vec<&StartupSummary> = Vec::new();
-    for row in &res.summary {
-        if last != Some(row.device.as_str()) {
-            s.push_str(&floor_line(&device_rows));
-            device_rows.clear();
-            let path = res
-                .devices
-                .get(&row.device)
-                .map(|d| d.path.as_str())
-                .unwrap_or("?");
-            let _ = write!(
-                s,
-                "\n#### {} ({}) — start-up under {} readers\n\n\
-                 | scheduler | start-up s (mean ± sd) | min–max s | vs mq-deadline | vs bfq | \
-                 alone s (mean ± sd) | × alone | readers MB/s (mean ± sd) | runs |\n\
-                 |---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
-                row.device, path, res.startup.readers
-            );
-            last = Some(&row.device);
-        }
-        let failed = if row.failed > 0 {
-            format!(" ({} failed)", row.failed)
-        } else {
-            String::new()
+    for (dev, app) in row_groups(res) {
+        let rows: Vec<&StartupSummary> = res
+            .summary
+            .iter()
+            .filter(|r| r.device == dev && r.app.as_deref() == app)
+            .collect();
+        let path = res.devices.get(dev).map(|d| d.path.as_str()).unwrap_or("?");
+        let what = match app {
+            Some(a) => format!("{a}: start-up"),
+            None => "start-up".into(),
         };
-        let alone = match (row.alone_mean_s, row.alone_sd_s) {
-            (Some(m), Some(sd)) => pm(m, sd, 2),
-            _ => "-".into(),
-        };
-        let _ = writeln!(
+        let _ = write!(
             s,
-            "| {} | {} | {}–{} | {} | {} | {} | {} | {} | {}{} |",
-            row.scheduler,
-            pm(row.startup_mean_s, row.startup_sd_s, 2),
-            num(row.startup_min_s, 2),
-            num(row.startup_max_s, 2),
-            ratio_cell(row.ratio_to.get("mq-deadline")),
-            ratio_cell(row.ratio_to.get("bfq")),
-            alone,
-            ratio_cell(row.slowdown.as_ref()),
-            pm(row.readers_mb_s_mean, row.readers_mb_s_sd, 1),
-            row.runs,
-            failed
+            "\n#### {dev} ({path}) — {what} under {} readers\n\n\
+             | scheduler | start-up s (mean ± sd) | min–max s | vs mq-deadline | vs bfq | \
+             alone s (mean ± sd) | × alone | readers MB/s (mean ± sd) | runs |\n\
+             |---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+            res.startup.readers
         );
-        device_rows.push(row);
+        for row in &rows {
+            let failed = if row.failed > 0 {
+                format!(" ({} failed)", row.failed)
+            } else {
+                String::new()
+            };
+            let alone = match (row.alone_mean_s, row.alone_sd_s) {
+                (Some(m), Some(sd)) => pm(m, sd, 2),
+                _ => "-".into(),
+            };
+            let _ = writeln!(
+                s,
+                "| {} | {} | {}–{} | {} | {} | {} | {} | {} | {}{} |",
+                row.scheduler,
+                pm(row.startup_mean_s, row.startup_sd_s, 2),
+                num(row.startup_min_s, 2),
+                num(row.startup_max_s, 2),
+                ratio_cell(row.ratio_to.get("mq-deadline")),
+                ratio_cell(row.ratio_to.get("bfq")),
+                alone,
+                ratio_cell(row.slowdown.as_ref()),
+                pm(row.readers_mb_s_mean, row.readers_mb_s_sd, 1),
+                row.runs,
+                failed
+            );
+        }
+        s.push_str(&floor_line(&rows));
     }
-    s.push_str(&floor_line(&device_rows));
     s
+}
+
+/// What the report says the applications are.
+fn apps_line(sp: &super::spec::StartupSpec) -> String {
+    let tar = match sp.tar() {
+        Some((files, dirs, lo, hi)) => {
+            format!("{files} files in {dirs} folders, {lo}–{hi} KiB each (log-uniform)")
+        }
+        None => String::new(),
+    };
+    if sp.app.is_empty() {
+        return tar;
+    }
+    sp.app
+        .iter()
+        .map(|a| match &a.trace {
+            Some(t) => format!("`{}`: replay of `{t}`", a.name),
+            None => format!("`{}`: {tar}", a.name),
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 // Long: an SVG drawn top to bottom (axes, bars, whiskers, dots, labels);
@@ -201,21 +233,39 @@ pub fn chart_svg(
     chart::end(s)
 }
 
-/// Writes report.md and one chart per device into `dir`.
-pub fn write(dir: &Path, res: &StartupResults) -> Result<()> {
-    let (h, sp) = (&res.header, &res.startup);
-    let charts = report::distinct(res.summary.iter().map(|s| s.device.as_str()))
+/// One chart per device and application: (name, file, SVG).
+fn charts(res: &StartupResults) -> Vec<(String, String, String)> {
+    let sp = &res.startup;
+    row_groups(res)
         .into_iter()
-        .map(|d| {
-            let rows: Vec<&StartupSummary> = res.summary.iter().filter(|s| s.device == d).collect();
-            let runs: Vec<&StartupRun> = res.runs.iter().filter(|r| r.run.device == d).collect();
+        .map(|(d, app)| {
+            let rows: Vec<&StartupSummary> = res
+                .summary
+                .iter()
+                .filter(|s| s.device == d && s.app.as_deref() == app)
+                .collect();
+            let runs: Vec<&StartupRun> = res
+                .runs
+                .iter()
+                .filter(|r| r.run.device == d && r.run.case.app.as_deref() == app)
+                .collect();
+            let name = match app {
+                Some(a) => format!("{d}-{a}"),
+                None => d.to_string(),
+            };
             (
-                d.to_string(),
-                format!("chart-startup-{d}.svg"),
-                chart_svg(d, &rows, &runs, sp.readers),
+                name.clone(),
+                format!("chart-startup-{name}.svg"),
+                chart_svg(&name, &rows, &runs, sp.readers),
             )
         })
-        .collect();
+        .collect()
+}
+
+/// Writes report.md and one chart per device and application into `dir`.
+pub fn write(dir: &Path, res: &StartupResults) -> Result<()> {
+    let (h, sp) = (&res.header, &res.startup);
+    let charts = charts(res);
     Page {
         header: h,
         schedulers: &res.schedulers,
@@ -223,10 +273,7 @@ pub fn write(dir: &Path, res: &StartupResults) -> Result<()> {
         rows: vec![
             (
                 "application",
-                format!(
-                    "{} files in {} folders, {}–{} KiB each (log-uniform)",
-                    sp.app_files, sp.app_dirs, sp.app_file_kb_min, sp.app_file_kb_max
-                ),
+                apps_line(sp),
             ),
             (
                 "background",
@@ -247,15 +294,23 @@ pub fn write(dir: &Path, res: &StartupResults) -> Result<()> {
             ),
             (
                 "nr_requests",
-                format!(
-                    "{} (set under every scheduler; `none` keeps the device depth)",
-                    sp.nr_requests
-                ),
+                if sp.nr_requests == 0 {
+                    "the device's default (twice its queue depth under a scheduler; \
+                     `none`: the device depth)"
+                        .to_string()
+                } else {
+                    format!(
+                        "{} (set under every scheduler; `none` keeps the device depth)",
+                        sp.nr_requests
+                    )
+                },
             ),
         ],
         method: "Each run: select the scheduler, drop caches, start the readers, let them run \
-                 for the head start, drop caches again, then time `tar -cf - app | cat > /dev/null` \
-                 over the application's folder (ext4, mounted noatime); then stop the readers, drop \
+                 for the head start, drop caches again, then time the application's start-up: \
+                 `tar -cf - app | cat > /dev/null` over the stand-in's folder, or a replay of a \
+                 recorded start-up by `tools/startup-replay` (its own time, first operation to \
+                 last task done) on files laid out by it (ext4, mounted noatime); then stop the readers, drop \
                  caches and time the same start-up with the device to itself (\"alone\": the floor \
                  no scheduler can beat). Runs are interleaved (every scheduler once per repeat, order rotated between \
                  repeats). \"vs X\" is the mean over repeats of this scheduler's start-up time \
@@ -268,7 +323,9 @@ pub fn write(dir: &Path, res: &StartupResults) -> Result<()> {
         }),
         charts,
         tables: table_markdown(res),
-        raw_runs: "per run under `runs/`: `<id>.json` (the start-up) and `<id>.readers.json` (fio).",
+        raw_runs: "per run under `runs/`: `<id>.json` (the start-up), `<id>.readers.json` (fio) \
+                   and, for a replayed application, `<id>.replay.json` and `<id>.alone.json` \
+                   (the replayer's lines: per task, its I/O wait).",
     }
     .write(dir)
 }

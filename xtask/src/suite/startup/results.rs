@@ -3,7 +3,6 @@
 
 use super::spec::StartupSpec;
 use crate::devices::Device;
-use crate::report;
 use crate::results::{Header, RunRecord};
 use crate::stats::{mean_sd, mean_sd_of, paired_ratios, Ratio};
 use crate::suite::fio::parse_fio;
@@ -16,9 +15,13 @@ use std::path::Path;
 /// The schedulers every start-up time is compared with, as ratios.
 pub const REFERENCES: [&str; 2] = ["mq-deadline", "bfq"];
 
-/// A start-up run has nothing to plan besides device and scheduler.
+/// What a start-up run plans besides device and scheduler: the
+/// application (absent for a suite's implicit tar stand-in).
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
-pub struct StartupCase {}
+pub struct StartupCase {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app: Option<String>,
+}
 
 /// One run's record in the results file.
 pub type StartupRun = RunRecord<StartupCase, StartupMeasured>;
@@ -26,7 +29,8 @@ pub type StartupRun = RunRecord<StartupCase, StartupMeasured>;
 /// What one run measured.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct StartupMeasured {
-    /// Seconds to read the application's files cold.
+    /// Seconds the application takes to start cold (to read its files, or
+    /// the replay's first operation until its last task is done).
     #[serde(deserialize_with = "crate::util::nan_if_null")]
     pub startup_s: f64,
     /// The same, right after, with the readers stopped (the device to
@@ -34,6 +38,8 @@ pub struct StartupMeasured {
     /// measured.
     #[serde(default)]
     pub alone_s: Option<f64>,
+    /// The application's files (a block trace: its threads' files) and
+    /// the bytes it read.
     pub app_files: u64,
     pub app_bytes: u64,
     /// Bytes the device read during the start-up (application + readers).
@@ -42,6 +48,10 @@ pub struct StartupMeasured {
     /// and start-up), MB/s (10^6 B/s), from fio.
     #[serde(deserialize_with = "crate::util::nan_if_null")]
     pub readers_mb_s: f64,
+    /// The device's `nr_requests` during the run (absent in results
+    /// written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nr_requests: Option<u32>,
 }
 
 #[derive(Deserialize)]
@@ -52,6 +62,8 @@ struct GuestStartup {
     app_files: u64,
     app_bytes: u64,
     window_read_bytes: u64,
+    #[serde(default)]
+    nr_requests: Option<u32>,
 }
 
 /// Parses a run's `<id>.json` (startup.sh) and `<id>.readers.json` (fio).
@@ -77,6 +89,7 @@ pub fn parse_run(startup_json: &str, readers_json: &str) -> Result<StartupMeasur
         app_bytes: g.app_bytes,
         window_read_bytes: g.window_read_bytes,
         readers_mb_s: readers.mb_s,
+        nr_requests: g.nr_requests,
     })
 }
 
@@ -97,6 +110,9 @@ pub fn read_run(runs_dir: &Path, id: &str) -> Result<StartupMeasured, String> {
 #[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct StartupSummary {
     pub device: String,
+    /// The application (absent for the implicit tar stand-in).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app: Option<String>,
     pub scheduler: String,
     pub runs: usize,
     pub failed: usize,
@@ -127,13 +143,27 @@ pub struct StartupSummary {
     pub ratio_to: BTreeMap<String, Ratio>,
 }
 
-/// Summaries per device (plan order) × scheduler (given order).
+/// The (device, application) pairs of the runs, in plan order.
+pub fn groups(runs: &[StartupRun]) -> Vec<(String, Option<String>)> {
+    let mut out: Vec<(String, Option<String>)> = Vec::new();
+    for r in runs {
+        let g = (r.run.device.clone(), r.run.case.app.clone());
+        if !out.contains(&g) {
+            out.push(g);
+        }
+    }
+    out
+}
+
+// Long: one pass per (device, application) computing every column of a
+// summary row; the columns share the filtered runs.
+/// Summaries per device and application (plan order) × scheduler (given order).
 pub fn summarize(runs: &[StartupRun], schedulers: &[String]) -> Vec<StartupSummary> {
     let mut out = Vec::new();
-    for dev in report::distinct(runs.iter().map(|r| r.run.device.as_str())) {
+    for (dev, app) in groups(runs) {
         let of = |s: &str| -> Vec<&StartupRun> {
             runs.iter()
-                .filter(|r| r.run.device == dev && r.run.scheduler == s)
+                .filter(|r| r.run.device == dev && r.run.case.app == app && r.run.scheduler == s)
                 .collect()
         };
         let by_repeat = |s: &str| -> BTreeMap<u32, f64> {
@@ -175,6 +205,7 @@ pub fn summarize(runs: &[StartupRun], schedulers: &[String]) -> Vec<StartupSumma
             }
             out.push(StartupSummary {
                 device: dev.to_string(),
+                app: app.clone(),
                 scheduler: s.clone(),
                 runs: rs.len(),
                 failed: rs.len() - ms.len(),
