@@ -473,6 +473,16 @@ fair_line() { # scheduler
 			s, h / 1e6, l / 1e6, t, (h + l) / 1e6 / t, k, r, h / l }'
 }
 
+# One line of /run/out/fairness.tsv per measurement, for xtask's results
+# and report: scheduler, attempt (1, or 2 for the retry), role (control or
+# judged), level-0 bytes, level-4 bytes, seconds, skew ms, and the
+# device's request counts as fair_measure describes them.
+FAIR_TSV=/run/out/fairness.tsv
+fair_record() { # scheduler attempt role
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$FAIR_HI" "$FAIR_LO" \
+		"$FAIR_SECS" "$FAIR_SKEW_MS" "$FAIR_REQS" >> "$FAIR_TSV"
+}
+
 fair_in_band() {
 	awk -v h="$FAIR_HI" -v l="$FAIR_LO" 'BEGIN { r = h / l; exit !(r >= 1.7 && r <= 2.3) }'
 }
@@ -494,6 +504,7 @@ fairness() {
 	out "    1..$(echo $FAIRNESS_SCHEDULERS | wc -w)"
 	for s in $FAIRNESS_CONTROL; do
 		if fair_measure "$s"; then
+			fair_record "$s" 1 control
 			out "    # not judged: $(fair_line "$s")"
 		else
 			out "    # control $s: $FAIR_ERR"
@@ -505,6 +516,7 @@ fairness() {
 			out "    not ok $n $s # $FAIR_ERR"
 			continue
 		fi
+		fair_record "$s" 1 judged
 		out "    # $(fair_line "$s")"
 		# Once more if outside the band: a host busy with something else
 		# slows the TCG guest, the readers' think time outgrows the idle
@@ -517,6 +529,7 @@ fairness() {
 				out "    not ok $n $s # $FAIR_ERR"
 				continue
 			fi
+			fair_record "$s" 2 judged
 			out "    # $(fair_line "$s")"
 		fi
 		if fair_in_band; then

@@ -9,6 +9,7 @@ mod chart;
 mod clippy;
 mod deps;
 mod devices;
+mod fairness;
 mod flags;
 mod guest;
 mod insns;

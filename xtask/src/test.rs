@@ -5,7 +5,7 @@ use crate::devices;
 use crate::flags::{self, GuestArgs, KernelArgs};
 use crate::guest::{self, shell_words};
 use crate::util::{self, note, step};
-use crate::{kernel, ktap, qemu};
+use crate::{fairness, kernel, ktap, qemu};
 use anyhow::{bail, Context, Result};
 use std::fs;
 use std::process::Command;
@@ -195,6 +195,15 @@ fn guest_tests(k: &KernelArgs, g: &GuestArgs, tests: &[String]) -> Result<GuestO
     println!("{} kernel: {report}", p.kernel.flavor.name());
     let mut problems = Vec::new();
     let which = p.kernel.flavor.name();
+    let fairness = fairness::collect(&out, p.kernel.flavor.name());
+    match &fairness {
+        Ok(Some(table)) => println!(
+            "fairness, every attempt ({}):\n{table}",
+            out.join("fairness.md").display()
+        ),
+        Ok(None) => {}
+        Err(e) => problems.push(format!("{which} kernel: the guest's fairness.tsv: {e:#}")),
+    }
     if r.timed_out {
         problems.push(format!(
             "{which} kernel: the guest did not finish within {timeout}s (console log kept: {})",

@@ -6,7 +6,7 @@
 //! with weight raising. Also how process I/O contexts map onto the
 //! policy's issuers ([`ContextIssuers`]).
 
-use super::bfq::{AfterCompletion, Bfq, IssuerSlot, ReqSlot};
+use super::bfq::{AfterCompletion, Bfq, IssuerSlot, ReqSlot, TUNABLE_NAMES};
 use super::completions::{LogWords, TimedLog};
 use super::sched::{Effect, SchedPolicy};
 use super::types::{IssuerId, Nanos, Op, Policy};
@@ -19,18 +19,7 @@ where
 {
     type Log<W: LogWords> = TimedLog<W, W>;
 
-    const TUNABLES: &'static [&'static CStr] = &[
-        c"fifo_expire_sync",
-        c"fifo_expire_async",
-        c"back_seek_max",
-        c"back_seek_penalty",
-        c"slice_idle",
-        c"slice_idle_us",
-        c"max_budget",
-        c"timeout_sync",
-        c"strict_guarantees",
-        c"low_latency",
-    ];
+    const TUNABLES: &'static [&'static CStr] = &TUNABLE_NAMES;
 
     const IDLES: bool = true;
 

@@ -7,7 +7,7 @@
 //! limits from `async_depth` alone.
 
 use super::completions::{CompletionLog, LogWords};
-use super::deadline::{Deadline, Slot};
+use super::deadline::{Deadline, Slot, TUNABLE_NAMES};
 use super::sched::SchedPolicy;
 use super::types::{Op, Policy};
 use core::ffi::CStr;
@@ -18,15 +18,7 @@ where
 {
     type Log<W: LogWords> = CompletionLog<W>;
 
-    const TUNABLES: &'static [&'static CStr] = &[
-        c"read_expire",
-        c"write_expire",
-        c"writes_starved",
-        c"front_merges",
-        c"async_depth",
-        c"fifo_batch",
-        c"prio_aging_expire",
-    ];
+    const TUNABLES: &'static [&'static CStr] = &TUNABLE_NAMES;
 
     const DEPTH_LIMITS: &'static [(Op, bool)] = &[
         (Op::Write, false),

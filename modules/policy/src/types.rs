@@ -6,6 +6,8 @@
 //! Nothing here reads a clock or allocates: time is passed in as
 //! nanoseconds and storage is handed in by the caller.
 
+use core::ffi::CStr;
+
 /// Monotonic time in nanoseconds, as the caller measures it.
 pub type Nanos = u64;
 
@@ -229,6 +231,22 @@ pub fn parse_sysfs_int(text: &str) -> Result<i64, TunableError> {
     }
     let magnitude = i64::from_str_radix(digits, radix).map_err(|_| TunableError::OutOfRange)?;
     Ok(if negative { -magnitude } else { magnitude })
+}
+
+/// The tunables' names as `&str`, from the one list a policy declares as
+/// C strings (the sysfs attribute names the kernel module registers). A
+/// name that is not UTF-8 fails the build.
+pub(crate) const fn tunable_names<const N: usize>(names: [&'static CStr; N]) -> [&'static str; N] {
+    let mut out = [""; N];
+    let mut i = 0;
+    while i < N {
+        out[i] = match core::str::from_utf8(names[i].to_bytes()) {
+            Ok(name) => name,
+            Err(_) => panic!("a tunable name is not UTF-8"),
+        };
+        i += 1;
+    }
+    out
 }
 
 /// Parses a sysfs write and checks it against an inclusive range.

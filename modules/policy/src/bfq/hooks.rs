@@ -5,6 +5,7 @@
 //! (`bfq_insert_request`, `bfq_add_request`) and completion
 //! (`bfq_completed_request`) do.
 
+use super::super::types::tunable_names;
 use super::budget::Expiration;
 use super::peak_rate::{REF_RATE, REF_WR_DURATION_MS};
 use super::weight_raise::WR_COEFF;
@@ -15,24 +16,28 @@ use super::{
     DEFAULT_FIFO_EXPIRE_SYNC, DEFAULT_MAX_BUDGET, DEFAULT_SLICE_IDLE, DEFAULT_TIMEOUT, HEAPS,
     LARGE_BURST_THRESH, NIL, NSEC_PER_MSEC, NSEC_PER_USEC, WEIGHT_SLOTS,
 };
+use core::ffi::CStr;
 
 const INT_MAX: u64 = i32::MAX as u64;
 const UINT_MAX: u64 = u32::MAX as u64;
 
-/// The tunables, in the order BFQ's sysfs directory lists them.
-const TUNABLES: &[&str] = &[
-    "fifo_expire_sync",
-    "fifo_expire_async",
-    "back_seek_max",
-    "back_seek_penalty",
-    "slice_idle",
-    "slice_idle_us",
-    "max_budget",
-    "timeout_sync",
-    "strict_guarantees",
-    "low_latency",
+/// The tunables, in the order BFQ's sysfs directory lists them: the sysfs
+/// attribute names.
+pub(crate) const TUNABLE_NAMES: [&CStr; 10] = [
+    c"fifo_expire_sync",
+    c"fifo_expire_async",
+    c"back_seek_max",
+    c"back_seek_penalty",
+    c"slice_idle",
+    c"slice_idle_us",
+    c"max_budget",
+    c"timeout_sync",
+    c"strict_guarantees",
+    c"low_latency",
 ];
 
+/// [`TUNABLE_NAMES`] as the policy matches them.
+const TUNABLES: &[&str] = &tunable_names(TUNABLE_NAMES);
 /// Parses a sysfs write as BFQ's `kstrtoul(page, 10, ..)` does: an
 /// optional `+`, decimal digits, at most one trailing newline.
 fn parse_decimal(text: &str) -> Result<u64, TunableError> {

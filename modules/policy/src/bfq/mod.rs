@@ -151,6 +151,7 @@ use super::types::{
     SetupError, Tag, TunableError, NSEC_PER_MSEC, NSEC_PER_USEC,
 };
 use burst::LARGE_BURST_THRESH;
+pub(crate) use hooks::TUNABLE_NAMES;
 use idle::{NO_SLOT, WEIGHT_SLOTS};
 use wf2q::{HEAPS, NO_HEAP};
 

@@ -77,6 +77,7 @@ use super::types::{
     Dispatch, IoPrio, MergeProbe, Nanos, Op, Policy, PrioClass, RequestDesc, Sector, SetupError,
     Tag, TunableError, NSEC_PER_MSEC,
 };
+pub(crate) use tunables::TUNABLE_NAMES;
 
 /// Number of priority levels.
 const LEVELS: usize = PrioClass::COUNT;

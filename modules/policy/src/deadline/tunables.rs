@@ -3,19 +3,23 @@
 //! mq-deadline's sysfs tunables: names, reads, and writes checked against
 //! the ranges in the [module documentation](super).
 
-use super::super::types::parse_sysfs_in_range;
+use super::super::types::{parse_sysfs_in_range, tunable_names};
 use super::{Deadline, Nanos, Slot, TunableError, NSEC_PER_MSEC, READ, WRITE};
+use core::ffi::CStr;
 
-/// The tunables, in sysfs order.
-pub(super) const TUNABLES: &[&str] = &[
-    "read_expire",
-    "write_expire",
-    "writes_starved",
-    "front_merges",
-    "async_depth",
-    "fifo_batch",
-    "prio_aging_expire",
+/// The tunables, in sysfs order: the sysfs attribute names.
+pub(crate) const TUNABLE_NAMES: [&CStr; 7] = [
+    c"read_expire",
+    c"write_expire",
+    c"writes_starved",
+    c"front_merges",
+    c"async_depth",
+    c"fifo_batch",
+    c"prio_aging_expire",
 ];
+
+/// [`TUNABLE_NAMES`] as the policy matches them.
+pub(super) const TUNABLES: &[&str] = &tunable_names(TUNABLE_NAMES);
 
 /// The largest value the millisecond and count tunables accept
 /// (C's `INT_MAX`).
