@@ -13,12 +13,13 @@
 
 use ironlift_host_model::device::{Device, Fixed, Flash, Hdd};
 use ironlift_host_model::scenario::{alone_time, fio, run, startup_time, Scheduler};
-use ironlift_host_model::sim::{Machine, MS, SEC};
+use ironlift_host_model::sim::{Machine, SEC};
 
 type MakeDevice = fn() -> Box<dyn Device>;
 
 const DEVICES: [MakeDevice; 5] = [
-    || Box::new(Fixed::jittered(2 * MS, 2, 20_000)),
+    // The guest's nullb-slow, completions up to 20 µs late.
+    || Box::new(Fixed::guest("nullb-slow").with_jitter(20_000)),
     || Box::new(Flash::nvme()),
     || Box::new(Flash::sata_ssd()),
     || Box::new(Flash::emmc()),

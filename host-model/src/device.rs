@@ -64,6 +64,25 @@ impl Fixed {
             rng: 1,
         }
     }
+
+    /// The guest's null_blk device `name` (configs/devices/guest.toml): its
+    /// `completion_nsec` per request, `hw_queue_depth` at once, on time.
+    /// Panics unless the file has it as a null_blk device with timer
+    /// completions (`irqmode` 2), the mode in which a request takes
+    /// `completion_nsec`.
+    pub fn guest(name: &str) -> Self {
+        let n = crate::guest::null_blk(name);
+        assert_eq!(
+            n.irqmode, 2,
+            "{name}: only timer completions (irqmode 2) take a fixed time"
+        );
+        Fixed::new(n.completion_nsec, n.hw_queue_depth)
+    }
+
+    /// The same device with completions up to `jitter` late.
+    pub fn with_jitter(self, jitter: Nanos) -> Self {
+        Fixed::jittered(self.service, self.depth, jitter)
+    }
 }
 
 impl Device for Fixed {
@@ -294,6 +313,20 @@ mod tests {
         let ends: Vec<_> = (0..100).map(|_| j.start(0, 0, 8, Op::Read)).collect();
         assert!(ends.iter().all(|&e| (2_000_000..2_020_000).contains(&e)));
         assert!(ends.iter().any(|&e| e != ends[0]), "{ends:?}");
+    }
+
+    #[test]
+    fn guest_null_blk_devices_take_their_time_from_guest_toml() {
+        for (name, n) in crate::guest::null_blk_devices() {
+            if n.irqmode != 2 {
+                continue;
+            }
+            let d = Fixed::guest(&name).with_jitter(7);
+            assert_eq!(
+                (d.service, d.depth, d.jitter),
+                (n.completion_nsec, n.hw_queue_depth, 7)
+            );
+        }
     }
 
     #[test]

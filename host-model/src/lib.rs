@@ -6,6 +6,8 @@
 //!
 //! - [`device`]: null_blk with a fixed completion time, NVMe, SATA SSD and
 //!   eMMC flash, and a hard disk with seeks and rotation.
+//! - [`guest`]: the guest's null_blk devices (configs/devices/guest.toml),
+//!   which the null_blk models of its devices are made from.
 //! - [`sim`]: scheduler tags, the device's depth, back merges, the dispatch
 //!   list and restart, the idle timer, rust-bfq's deferred completions;
 //!   fio-like readers and an application reading files one at a time.
@@ -20,6 +22,7 @@
 
 pub mod device;
 pub mod fifo;
+pub mod guest;
 pub mod scenario;
 pub mod sim;
 

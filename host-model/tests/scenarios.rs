@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Whole scenarios of the in-guest tests and benchmarks, run against the
-//! BFQ-like policy (and, for the start-up, the deadline one) on null_blk
-//! models, with the figures the guest measured. One test checks that
+//! BFQ-like policy (and, for the start-up, the deadline one) on models of
+//! the guest's null_blk devices (their timing from
+//! configs/devices/guest.toml), with the figures the guest measured. One
+//! test checks that
 //! handing completions over at once instead of deferring them as rust-bfq
 //! does gives the same figures.
 
 use ironlift_host_model::device::{Device, Fixed};
+use ironlift_host_model::guest;
 use ironlift_host_model::scenario::{self, fio, startup, Outcome, Scheduler};
 use ironlift_host_model::sim::{bfq, deadline, Machine, Reader, Sim, MS, SEC};
 use ironlift_policy::sched::SchedPolicy;
@@ -47,23 +50,34 @@ fn run<P: SchedPolicy>(s: &mut Sim<P>, until: Nanos) {
     DEFERRED.set(DEFERRED.get() + s.deferred);
 }
 
-/// The fairness test's device's queue: `nr_requests` 4 (twice its depth
-/// of 2), 127 KiB requests at most, a queue run's CPU cost.
-const FAIRNESS_MACHINE: Machine = Machine {
-    sched_tags: 4,
-    max_sectors: 255,
-    run_cost: 30_000,
-};
+/// blk-mq's `nr_requests` with a scheduler on a device of `depth`: twice
+/// the depth, up to 256 (block/blk-mq-sched.c).
+fn default_sched_tags(depth: usize) -> usize {
+    2 * depth.min(128)
+}
+
+/// The in-guest fairness test's device (2 ms a request, depth 2).
+const FAIRNESS_DEVICE: &str = "nullb-slow";
+
+/// The fairness test's device's queue: the default `nr_requests`, 127 KiB
+/// requests at most, a queue run's CPU cost.
+fn fairness_machine() -> Machine {
+    Machine {
+        sched_tags: default_sched_tags(Fixed::guest(FAIRNESS_DEVICE).depth),
+        max_sectors: 255,
+        run_cost: 30_000,
+    }
+}
 
 /// The in-guest fairness test: two fio readers (16 KiB, libaio iodepth 8)
-/// under `ionice -c2 -n0` and `-n4` on null_blk with a 2 ms completion
-/// delay and depth 2; bytes over 20 s after a 5 s ramp. Without
+/// under `ionice -c2 -n0` and `-n4` on [`FAIRNESS_DEVICE`]; bytes over
+/// 20 s after a 5 s ramp. Without
 /// `set_device_depth` this gives 1:15 (the guest measured 1:12): the
 /// requests parked on the dispatch list make `hw_tag` say "queueing".
 /// Simulated throughput is 16 MB/s, the guest's 14 to 15.
 fn fairness_run(submit_cost: Nanos) -> (u64, u64) {
-    let m = FAIRNESS_MACHINE;
-    let dev = Fixed::new(2 * MS, 2);
+    let m = fairness_machine();
+    let dev = Fixed::guest(FAIRNESS_DEVICE);
     let reader = |level, start| Reader {
         level,
         start,
@@ -109,7 +123,7 @@ fn weights_1_to_2_give_bytes_1_to_2() {
 /// device slots stay in step and every scheduler sends 16 KiB.
 #[test]
 fn fairness_device_merges_as_in_the_guest() {
-    let m = FAIRNESS_MACHINE;
+    let m = fairness_machine();
     let reader = |level, start| Reader {
         level,
         ..fio(start, 32, 8, 0)
@@ -117,7 +131,7 @@ fn fairness_device_merges_as_in_the_guest() {
     let readers = [reader(0, 1 << 30), reader(4, 0)];
     let window = (5 * SEC, 25 * SEC);
     let got = |s, jitter| {
-        let dev = Fixed::jittered(2 * MS, 2, jitter);
+        let dev = Fixed::guest(FAIRNESS_DEVICE).with_jitter(jitter);
         scenario::run(m, Box::new(dev), s, &readers, window, window.1)
     };
     let line = |name, o: &Outcome| {
@@ -184,16 +198,17 @@ fn a_reader_woken_with_a_tag_sends_the_bio_it_held() {
 }
 
 /// The overhead benchmark's workload: two fio jobs of 4 KiB random reads,
-/// iodepth 32 each, on a fast null_blk (depth 64, twice that in scheduler
-/// tags). Returns requests completed in the window, mean device occupancy,
-/// and mean free device slots while the scheduler held requests.
+/// iodepth 32 each, on the benchmarks' fast `nullb` (its depth, the default
+/// scheduler tags), each request taking `service`. Returns requests
+/// completed in the window, mean device occupancy, and mean free device
+/// slots while the scheduler held requests.
 fn randread_run(service: Nanos, submit_cost: Nanos, strict: bool) -> (u64, f64, f64) {
+    let dev = Fixed::new(service, guest::null_blk("nullb").hw_queue_depth);
     let m = Machine {
-        sched_tags: 128,
+        sched_tags: default_sched_tags(dev.depth),
         max_sectors: 255,
         run_cost: 2_000,
     };
-    let dev = Fixed::new(service, 64);
     let reader = |start| Reader {
         level: 4,
         start,
@@ -234,19 +249,27 @@ fn randread_keeps_the_device_busy() {
     );
 }
 
-/// The device under the startup suite (null_blk, depth 2, a timer
-/// completion `service` after dispatch) and the readers' head start.
+/// The device under the startup suite (a guest null_blk device with timer
+/// completions) and the readers' head start.
 #[derive(Clone, Copy, Debug)]
 struct StartupDevice {
-    service: Nanos,
+    device: &'static str,
     head_start: Nanos,
 }
 
-/// nullb-slow with a head start of the readers shorter than BFQ's weight
-/// raising (`docs/measurements/2026-11-30-startup-head-start.md`).
+/// nullb-slow (2 ms a request) with a head start of the readers shorter
+/// than BFQ's weight raising
+/// (`docs/measurements/2026-11-30-startup-head-start.md`).
 const NULLB_SLOW: StartupDevice = StartupDevice {
-    service: 2 * MS,
+    device: "nullb-slow",
     head_start: 10 * SEC,
+};
+
+/// The startup suite's device, nullb-8ms (8 ms a request), with its head
+/// start past the readers' weight raising.
+const NULLB_8MS: StartupDevice = StartupDevice {
+    device: "nullb-8ms",
+    head_start: 26 * SEC,
 };
 
 /// The startup suite ([`startup`]: an application reading 170 files one
@@ -262,7 +285,7 @@ fn startup_run<P: SchedPolicy>(
         max_sectors: 255,
         run_cost: 30_000,
     };
-    let blk = Fixed::new(dev.service, 2);
+    let blk = Fixed::guest(dev.device);
     let (loaded, alone) = startup(dev.head_start);
     assert_eq!(alone.submit_cost, APP_THINK);
     let time = |readers: &[Reader], start_at| {
@@ -330,10 +353,7 @@ fn startup_on_8ms_device_after_weight_raising() {
     // The startup suite's device: 8 ms per request, where
     // the application's I/O, not its CPU time, makes most of its start-up.
     // The think time is the 2 ms device's (the same CPU work).
-    let past = StartupDevice {
-        service: 8 * MS,
-        head_start: 26 * SEC,
-    };
+    let past = NULLB_8MS;
     let (b_loaded, d_loaded, alone) = startup_both(past);
     let (bx, floor) = (
         b_loaded as f64 / d_loaded as f64,
@@ -367,6 +387,27 @@ fn startup_on_8ms_device_after_weight_raising() {
     assert!(ex < 1.15, "bfq after 10 s {ex:.2} x alone");
 }
 
+/// The devices the scenarios model are the guest's null_blk devices of
+/// configs/devices/guest.toml, where their timing comes from.
+#[test]
+fn the_scenario_devices_are_the_guests() {
+    let guest = guest::null_blk_devices();
+    for name in [
+        FAIRNESS_DEVICE,
+        NULLB_SLOW.device,
+        NULLB_8MS.device,
+        "nullb",
+    ] {
+        assert!(guest.iter().any(|(n, _)| n == name), "{name}");
+    }
+    let slow = Fixed::guest(NULLB_SLOW.device);
+    let n = guest::null_blk(NULLB_SLOW.device);
+    assert_eq!(
+        (slow.service, slow.depth),
+        (n.completion_nsec, n.hw_queue_depth)
+    );
+}
+
 /// rust-bfq hands a completion to the policy at once only while requests
 /// are queued, and otherwise at the next insertion or dispatch, with the
 /// time it happened (`TimedLog`). That must change no decision: every
@@ -391,10 +432,5 @@ fn deferred_completions_change_nothing() {
         (reqs, occ.to_bits(), withheld.to_bits())
     });
     both("startup, 2 ms device", || startup_both(NULLB_SLOW));
-    both("startup, 8 ms device", || {
-        startup_both(StartupDevice {
-            service: 8 * MS,
-            head_start: 26 * SEC,
-        })
-    });
+    both("startup, 8 ms device", || startup_both(NULLB_8MS));
 }

@@ -1,9 +1,11 @@
-//! The guest's block devices (`configs/devices/guest.toml`) and the job.env
-//! lines that make its null_blk devices.
+//! The guest's block devices (`configs/devices/guest.toml`): the disks QEMU
+//! attaches, and the job.env lines that make its null_blk devices.
 
 use anyhow::{bail, Context, Result};
-use serde::{Deserialize, Serialize};
+use serde::de::{MapAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::BTreeMap;
+use std::fmt;
 use std::fs;
 use std::path::Path;
 
@@ -16,6 +18,10 @@ pub struct Device {
     /// For a null_blk device the guest makes: how to make it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub null_blk: Option<NullBlk>,
+    /// For a disk QEMU attaches: how to attach it (not recorded in
+    /// results.json).
+    #[serde(default, skip_serializing)]
+    pub qemu: Option<QemuDisk>,
 }
 
 /// configfs settings of a null_blk device (see the kernel's
@@ -29,6 +35,36 @@ pub struct NullBlk {
     pub irqmode: u32,
     pub completion_nsec: u64,
     pub hw_queue_depth: u32,
+}
+
+/// A disk QEMU attaches: a sparse raw image of `size_mb`, one `-drive` for
+/// it, and a `-device` for each of `devices`, in order (a controller before
+/// the disk that sits on it). The one that names `drive=<id>` is the disk;
+/// `<id>` is the drive's id.
+#[derive(Deserialize, Debug, Clone, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct QemuDisk {
+    pub size_mb: u64,
+    pub devices: Vec<String>,
+}
+
+impl QemuDisk {
+    /// The id of the drive the disk's `-device` names (`drive=<id>`).
+    pub fn drive_id(&self) -> Result<&str> {
+        let ids: Vec<&str> = self
+            .devices
+            .iter()
+            .flat_map(|d| d.split(','))
+            .filter_map(|p| p.strip_prefix("drive="))
+            .collect();
+        match ids[..] {
+            [id] if !id.is_empty() => Ok(id),
+            _ => bail!(
+                "exactly one of the qemu devices {:?} must name its drive (drive=<id>)",
+                self.devices
+            ),
+        }
+    }
 }
 
 /// The device every benchmark guest makes at `/dev/nullb0`, used or not,
@@ -54,9 +90,46 @@ impl Device {
 
 /// Loads `configs/devices/guest.toml`.
 pub fn load(root: &Path) -> Result<BTreeMap<String, Device>> {
+    Ok(load_in_file_order(root)?.into_iter().collect())
+}
+
+/// Loads `configs/devices/guest.toml`, the devices in the file's order
+/// (the order QEMU attaches its disks in).
+pub fn load_in_file_order(root: &Path) -> Result<Vec<(String, Device)>> {
     let p = root.join("configs/devices/guest.toml");
     let text = fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
-    toml::from_str(&text).with_context(|| format!("parsing {}", p.display()))
+    let InFileOrder(all) =
+        toml::from_str(&text).with_context(|| format!("parsing {}", p.display()))?;
+    for (name, d) in &all {
+        if d.null_blk.is_some() == d.qemu.is_some() {
+            bail!("device {name:?}: needs either a null_blk or a qemu table, not both or neither");
+        }
+    }
+    Ok(all)
+}
+
+/// The file's devices as the TOML parser hands them over: in the file's
+/// order.
+struct InFileOrder(Vec<(String, Device)>);
+
+impl<'de> Deserialize<'de> for InFileOrder {
+    fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = InFileOrder;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a table of devices")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<InFileOrder, A::Error> {
+                let mut all = Vec::new();
+                while let Some(entry) = map.next_entry()? {
+                    all.push(entry);
+                }
+                Ok(InFileOrder(all))
+            }
+        }
+        de.deserialize_map(V)
+    }
 }
 
 /// The devices named, in the order given, each looked up in `all`.
@@ -147,6 +220,64 @@ mod tests {
     }
 
     #[test]
+    fn every_device_makes_null_blk_env_or_qemu_args() {
+        let all = load_in_file_order(&crate::util::repo_root()).unwrap();
+        let image = Path::new("/img");
+        let mut attached = Vec::new();
+        for (name, d) in &all {
+            let one = [(name.clone(), d.clone())];
+            match (&d.null_blk, &d.qemu) {
+                (Some(_), None) => {
+                    let env = nullb_env(&one).unwrap();
+                    assert!(env.contains("_COMPLETION_NSEC="), "{name}: {env}");
+                }
+                (None, Some(q)) => {
+                    let args = crate::qemu::disk_args(q, image).unwrap();
+                    assert_eq!(args.len(), 2 + 2 * q.devices.len(), "{name}: {args:?}");
+                    assert!(q.size_mb > 0, "{name}");
+                    assert_eq!(nullb_env(&one).unwrap(), "NULLB_DEVICES=''\n");
+                    attached.push(name.as_str());
+                }
+                _ => panic!("{name}: null_blk or qemu, one of them"),
+            }
+        }
+        // The disks in the file's order, which is QEMU's.
+        assert_eq!(attached, ["nvme", "virtio", "sata-hdd"]);
+    }
+
+    #[test]
+    fn qemu_disks_give_their_drive_and_devices() {
+        let all = load(&crate::util::repo_root()).unwrap();
+        let args = |name: &str| {
+            let q = all[name].qemu.as_ref().unwrap();
+            crate::qemu::disk_args(q, Path::new("/d/x.img"))
+                .unwrap()
+                .join(" ")
+        };
+        assert_eq!(
+            args("nvme"),
+            "-drive file=/d/x.img,if=none,id=nvme0,format=raw,cache=none,aio=threads \
+             -device nvme,serial=ironlift-nvme,drive=nvme0"
+        );
+        assert_eq!(
+            args("sata-hdd"),
+            "-drive file=/d/x.img,if=none,id=hdd0,format=raw,cache=none,aio=threads \
+             -device ahci,id=ahci0 -device ide-hd,drive=hdd0,bus=ahci0.0,rotation_rate=7200"
+        );
+        let q = |devices: &[&str]| QemuDisk {
+            size_mb: 1,
+            devices: devices.iter().map(|d| d.to_string()).collect(),
+        };
+        assert_eq!(
+            q(&["ahci,id=a", "ide-hd,drive=d0"]).drive_id().unwrap(),
+            "d0"
+        );
+        assert!(q(&["virtio-blk-pci"]).drive_id().is_err());
+        assert!(q(&["nvme,drive=a", "nvme,drive=b"]).drive_id().is_err());
+        assert!(q(&["nvme,drive="]).drive_id().is_err());
+    }
+
+    #[test]
     fn results_record_null_blk_besides_nullb0_only() {
         let all = load(&crate::util::repo_root()).unwrap();
         assert!(all[BENCH_NULLB0].null_blk.is_some());
@@ -156,5 +287,6 @@ mod tests {
         assert!(j.contains("\"null_blk\":{\"size_mb\":2048"), "{j}");
         let j = serde_json::to_string(&all["nvme"].recorded()).unwrap();
         assert!(!j.contains("\"null_blk\":"));
+        assert!(!j.contains("qemu"), "{j}");
     }
 }

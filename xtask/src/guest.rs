@@ -29,7 +29,10 @@ pub fn prepare(k: &KernelArgs, g: &GuestArgs) -> Result<Prepared> {
     let kernel = kernel::ensure(&tc, &opts)?;
     let modules = modules::build(&tc, &kernel, k.jobs())?;
     let accel = qemu::choose_accel(&kernel, &opts.cache, &g.accel)?;
-    let disks = qemu::disks(&opts.cache)?;
+    let disks = qemu::disks(
+        &opts.cache,
+        &devices::load_in_file_order(&util::repo_root())?,
+    )?;
     Ok(Prepared {
         kernel,
         modules,

@@ -6,6 +6,7 @@
 //! sees this clone and the cache at the same paths. A second, writable 9p
 //! share (`out`) carries the job in and the results out.
 
+use crate::devices::{Device, QemuDisk};
 use crate::kernel::Kernel;
 use crate::util::{self, note, run, step};
 use anyhow::{bail, Context, Result};
@@ -31,14 +32,13 @@ impl Accel {
     }
 }
 
-/// The disks QEMU attaches, besides null_blk which the guest makes itself.
-/// Each run gets its own sparse images (QEMU locks images, and tests write
-/// to them), removed when the run ends.
+/// The disks QEMU attaches (the devices with a `qemu` table in
+/// `configs/devices/guest.toml`). Each run gets its own sparse images (QEMU
+/// locks images, and tests write to them), removed when the run ends.
 #[derive(Debug)]
 pub struct Disks {
-    pub nvme: PathBuf,
-    pub virtio: PathBuf,
-    pub sata: PathBuf,
+    /// The `-drive` and `-device` arguments for every disk.
+    args: Vec<String>,
     dir: PathBuf,
 }
 
@@ -48,29 +48,50 @@ impl Drop for Disks {
     }
 }
 
-/// Size of each disk image (sparse).
-const DISK_BYTES: u64 = 2 << 30;
+/// How QEMU opens every disk image: raw (the image is a plain sparse
+/// file), `cache=none` (O_DIRECT: the host's page cache does not absorb
+/// the guest's I/O), `aio=threads`.
+const DRIVE_OPTIONS: &str = "format=raw,cache=none,aio=threads";
 
-/// Creates this run's backing files (sparse, raw).
-pub fn disks(cache: &Path) -> Result<Disks> {
+/// The QEMU arguments that attach `disk` with `image` as its backing file.
+pub fn disk_args(disk: &QemuDisk, image: &Path) -> Result<Vec<String>> {
+    let mut args = vec![
+        "-drive".to_string(),
+        format!(
+            "file={},if=none,id={},{DRIVE_OPTIONS}",
+            image.display(),
+            disk.drive_id()?
+        ),
+    ];
+    for d in &disk.devices {
+        args.extend(["-device".to_string(), d.clone()]);
+    }
+    Ok(args)
+}
+
+/// Creates this run's backing files (sparse, raw; `<name>.img`) for every
+/// device of `devices` that QEMU attaches, in that order.
+pub fn disks(cache: &Path, devices: &[(String, Device)]) -> Result<Disks> {
     let dir = cache
         .join("disks")
         .join(format!("run-{}", std::process::id()));
     let _ = fs::remove_dir_all(&dir);
     fs::create_dir_all(&dir)?;
-    let mk = |name: &str| -> Result<PathBuf> {
-        let p = dir.join(name);
+    // Made before the images, so that the folder goes on error too.
+    let mut disks = Disks {
+        args: Vec::new(),
+        dir,
+    };
+    for (name, d) in devices {
+        let Some(q) = &d.qemu else { continue };
+        let p = disks.dir.join(format!("{name}.img"));
         let f =
             fs::File::create(&p).with_context(|| format!("creating disk image {}", p.display()))?;
-        f.set_len(DISK_BYTES)?;
-        Ok(p)
-    };
-    Ok(Disks {
-        nvme: mk("nvme.img")?,
-        virtio: mk("virtio.img")?,
-        sata: mk("sata-hdd.img")?,
-        dir,
-    })
+        f.set_len(q.size_mb << 20)?;
+        let args = disk_args(q, &p).with_context(|| format!("device {name:?}"))?;
+        disks.args.extend(args);
+    }
+    Ok(disks)
 }
 
 /// One guest boot.
@@ -194,28 +215,7 @@ impl Boot<'_> {
                 self.out.display()
             ));
         if let Some(d) = self.disks {
-            c.arg("-drive")
-                .arg(format!(
-                    "file={},if=none,id=nvme0,format=raw,cache=none,aio=threads",
-                    d.nvme.display()
-                ))
-                .args(["-device", "nvme,serial=ironlift-nvme,drive=nvme0"])
-                .arg("-drive")
-                .arg(format!(
-                    "file={},if=none,id=vd0,format=raw,cache=none,aio=threads",
-                    d.virtio.display()
-                ))
-                .args(["-device", "virtio-blk-pci,drive=vd0"])
-                .arg("-drive")
-                .arg(format!(
-                    "file={},if=none,id=hdd0,format=raw,cache=none,aio=threads",
-                    d.sata.display()
-                ))
-                .args(["-device", "ahci,id=ahci0"])
-                .args([
-                    "-device",
-                    "ide-hd,drive=hdd0,bus=ahci0.0,rotation_rate=7200",
-                ]);
+            c.args(&d.args);
         }
         c.args(&self.qemu_extra);
         c.stdin(Stdio::null())
