@@ -100,6 +100,10 @@ pub struct ReaderState {
     to_submit: u32,
     submit_pending: bool,
     blocked_on_tag: bool,
+    /// The allocation the reader sleeps in was limited to depth 1
+    /// (`limit_depth` runs once per allocation; the retries after a wake-up
+    /// keep its depth).
+    shallow: bool,
     /// The bio was chosen before the reader slept for a tag: the retry
     /// sends that one, not a new one.
     bio_ready: bool,
@@ -235,6 +239,7 @@ impl<P: SchedPolicy> Sim<P> {
                     to_submit: cfg.iodepth,
                     submit_pending: false,
                     blocked_on_tag: false,
+                    shallow: false,
                     bio_ready: false,
                     bytes: 0,
                     rng: cfg.start ^ 0x2545_f491_4f6c_dd1d,
@@ -373,7 +378,16 @@ impl<P: SchedPolicy> Sim<P> {
             q.ios += 1;
             let n = q.sectors;
             self.core.back_merged(t, n);
-        } else if let Some(t) = (0..self.reqs.len()).find(|&t| self.reqs[t].is_none()) {
+            self.readers[r].next += bs as u64;
+            self.readers[r].to_submit -= 1;
+            self.schedule_submit(r);
+            return;
+        }
+        // `limit_depth`, as the module's glue: with depth 1, Debian's
+        // sbitmap leaves only the first tag (`__map_depth_with_shallow`).
+        let shallow = std::mem::take(&mut self.readers[r].shallow) || self.depth_limited(r);
+        let tags = if shallow { 1 } else { self.reqs.len() };
+        if let Some(t) = (0..tags).find(|&t| self.reqs[t].is_none()) {
             self.reqs[t] = Some(Req {
                 reader: r,
                 sector,
@@ -400,6 +414,7 @@ impl<P: SchedPolicy> Sim<P> {
             self.run_queue();
         } else {
             self.readers[r].blocked_on_tag = true;
+            self.readers[r].shallow = shallow;
             self.readers[r].bio_ready = true;
             self.tag_waiters.push_back(r);
             return;
@@ -407,6 +422,12 @@ impl<P: SchedPolicy> Sim<P> {
         self.readers[r].next += bs as u64;
         self.readers[r].to_submit -= 1;
         self.schedule_submit(r);
+    }
+
+    /// The glue's `limit_depth` for a sync read of reader `r`: whether its
+    /// issuer holds its share of the tags, while the policy shares them.
+    fn depth_limited(&mut self, r: usize) -> bool {
+        self.shared.tags_shared() && self.core.tag_depth(&self.shared, r, Op::Read, true) == Some(1)
     }
 
     /// The module's `completed_request` and `finish_request` for `t`: what

@@ -35,8 +35,8 @@ use super::types::{IoPrio, IssuerId, MergeProbe, Op, RequestDesc};
 use core::marker::PhantomData;
 use core::sync::atomic::AtomicU64;
 use kernel::block::mq::elevator::{
-    self, Bio, BioMerge, DepthUpdate, Elevator, HwQueue, Insertion, IoCq, IrqSafe, LockContext,
-    LockOnDemand, MergeKind, OpFlags, ProcessContext, Queue, ReqOp, RequestRef, Rerun,
+    self, Allocation, Bio, BioMerge, DepthUpdate, Elevator, HwQueue, Insertion, IoCq, IrqSafe,
+    LockContext, LockOnDemand, MergeKind, OpFlags, ProcessContext, Queue, ReqOp, RequestRef, Rerun,
     SchedRequest, MAX_TUNABLES,
 };
 use kernel::prelude::*;
@@ -79,6 +79,13 @@ pub(crate) trait Scheduler: Send + Sync + 'static {
 
     /// An I/O context exits: the issuer it had of its own, if any.
     fn exit_context(_issuers: &Self::Issuers, _icq: &IoCq) -> Option<IssuerId> {
+        None
+    }
+
+    /// The issuer of the I/O context whose word is `word`, if it has one
+    /// of its own (for a policy that limits issuers by the tags they hold,
+    /// [`SchedPolicy::SHARES_TAGS`]).
+    fn context_issuer(_issuers: &Self::Issuers, _word: usize) -> Option<IssuerId> {
         None
     }
 }
@@ -338,8 +345,28 @@ impl<S: Scheduler> Elevator for PolicyElevator<S> {
         handle
     }
 
-    fn limit_depth(&self, opf: OpFlags) -> Option<u32> {
-        self.shared.depth_limit(policy_op(opf.op()), opf.is_sync())
+    /// The policy's depth limit for the request's kind; while the policy
+    /// shares the tags among issuers ([`Shared::tags_shared`]), depth 1 if
+    /// the allocating process's issuer holds its share, which takes the
+    /// lock (as `bfq_limit_depth()` takes `bfqd->lock`).
+    fn limit_depth(&self, opf: OpFlags, alloc: &mut Allocation<'_, Self>) -> Option<u32> {
+        let (op, sync) = (policy_op(opf.op()), opf.is_sync());
+        if !self.shared.tags_shared() {
+            return self.shared.depth_limit(op, sync);
+        }
+        // The word is read before the lock, as `io_cq` cannot be called
+        // under it. Should the context exit in between and its issuer go
+        // to another context, one allocation is limited by that one's
+        // share: a depth, never a wrong request.
+        let Some(word) = alloc.io_cq().map(|icq| icq.private()) else {
+            return self.shared.depth_limit(op, sync);
+        };
+        let mut guard = alloc.lock();
+        let locked = &mut *guard;
+        match S::context_issuer(&locked.issuers, word) {
+            Some(issuer) => locked.core.tag_depth(&self.shared, issuer, op, sync),
+            None => self.shared.depth_limit(op, sync),
+        }
     }
 
     fn depth_updated(&self, locked: &mut Locked<S>, update: &DepthUpdate<'_>) {

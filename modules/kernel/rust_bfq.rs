@@ -34,7 +34,10 @@
 //!   this saves one of the three lock acquisitions per request (C BFQ takes
 //!   `bfqd->lock` in every completion).
 //! - `limit_depth`: the policy's async/sync-write depth fractions, applied
-//!   to the current `nr_requests`.
+//!   to the current `nr_requests`; while a weight-raised queue is active,
+//!   depth 1 for a process whose queue holds its share of the tags
+//!   ([`Bfq::tag_depth`], as `bfqq_request_over_limit()`), found through
+//!   its I/O context under the lock.
 //!
 //! Differences from C BFQ beyond the policy's own (see its module docs):
 //! no cgroups; front merges look at every queue, not only the submitter's;
@@ -141,5 +144,10 @@ impl Scheduler for RustBfq {
         let issuer = issuers.exit(&mut word);
         icq.set_private(word);
         issuer
+    }
+
+    #[inline]
+    fn context_issuer(issuers: &ContextIssuers, word: usize) -> Option<IssuerId> {
+        issuers.own(word)
     }
 }

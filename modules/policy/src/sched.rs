@@ -10,7 +10,10 @@
 //!
 //! - [`Shared`], used without the scheduler lock: the completion log the
 //!   completion path writes ([`Completions`]), and the depth limits that
-//!   `limit_depth` reads, by operation and sync flag.
+//!   `limit_depth` reads, by operation and sync flag, with whether the
+//!   policy also limits each issuer by its share of the tags
+//!   ([`SchedPolicy::tag_depth`]; only then does `limit_depth` take the
+//!   lock, through [`Core::tag_depth`]).
 //! - [`Core`], behind the lock: the policy, the end of the idle slice the
 //!   rerun timer was armed for, what the depth limits were last computed
 //!   from, and where drains sort completions.
@@ -28,7 +31,7 @@ use super::types::{
     Dispatch, IssuerId, MergeProbe, Nanos, Op, Policy, RequestDesc, Sector, Tag, TunableError,
 };
 use core::ffi::CStr;
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 /// What a policy tells its module core beyond [`Policy`].
 pub trait SchedPolicy: Policy {
@@ -72,6 +75,22 @@ pub trait SchedPolicy: Policy {
     /// [`SchedPolicy::LIMITS_FOLLOW_STATE`].
     fn limits_state(&self) -> bool {
         false
+    }
+
+    /// Whether the policy may limit an issuer's next request by the tags
+    /// its issuer holds ([`SchedPolicy::tag_depth`]).
+    const SHARES_TAGS: bool = false;
+
+    /// Whether [`SchedPolicy::tag_depth`] may limit anything now: while
+    /// not, `limit_depth` neither looks up the issuer nor takes the lock.
+    fn tags_shared(&self) -> bool {
+        false
+    }
+
+    /// The depth a request of `issuer`, whose kind may use `limit` tags,
+    /// may allocate from, if its issuer holds its share of them.
+    fn tag_depth(&mut self, _issuer: IssuerId, _limit: u32) -> Option<u32> {
+        None
     }
 
     /// `nr_requests` changed.
@@ -129,6 +148,8 @@ pub struct Shared<P: SchedPolicy, W: LogWords> {
     depth_limits: [AtomicU32; DEPTH_LIMITS],
     /// The scheduler tags per hardware queue (`nr_requests`).
     nr_requests: AtomicU32,
+    /// [`SchedPolicy::tags_shared`], kept up to date under the lock.
+    tags_shared: AtomicBool,
 }
 
 impl<P: SchedPolicy, W: LogWords> Shared<P, W> {
@@ -146,6 +167,7 @@ impl<P: SchedPolicy, W: LogWords> Shared<P, W> {
             log: P::Log::<W>::with_words(bitmap, times),
             depth_limits: Default::default(),
             nr_requests: AtomicU32::new(nr_requests),
+            tags_shared: AtomicBool::new(false),
         }
     }
 
@@ -173,6 +195,14 @@ impl<P: SchedPolicy, W: LogWords> Shared<P, W> {
         let i = P::depth_limit_index(op, sync)?;
         let limit = self.depth_limits.get(i)?.load(Ordering::Relaxed);
         (limit != 0).then_some(limit)
+    }
+
+    /// Whether `limit_depth` must ask the policy under the lock
+    /// ([`Core::tag_depth`]) for the issuer's share of the tags.
+    /// Lock-free.
+    #[inline]
+    pub fn tags_shared(&self) -> bool {
+        P::SHARES_TAGS && self.tags_shared.load(Ordering::Relaxed)
     }
 }
 
@@ -248,6 +278,12 @@ impl<P: SchedPolicy> Core<P> {
     /// state and it changed (a load and a compare when not).
     #[inline]
     fn refresh<W: LogWords>(&mut self, shared: &Shared<P, W>) {
+        if P::SHARES_TAGS {
+            let on = self.policy.tags_shared();
+            if shared.tags_shared.load(Ordering::Relaxed) != on {
+                shared.tags_shared.store(on, Ordering::Relaxed);
+            }
+        }
         if !P::LIMITS_FOLLOW_STATE {
             return;
         }
@@ -404,6 +440,24 @@ impl<P: SchedPolicy> Core<P> {
         self.publish(shared, || now);
         self.refresh(shared);
         effect
+    }
+
+    /// `limit_depth` for a request of `issuer` while
+    /// [`Shared::tags_shared`]: depth 1 if its issuer holds its share of
+    /// the tags its kind may use (all `nr_requests`, or its depth limit),
+    /// else that depth limit, if any.
+    pub fn tag_depth<W: LogWords>(
+        &mut self,
+        shared: &Shared<P, W>,
+        issuer: IssuerId,
+        op: Op,
+        sync: bool,
+    ) -> Option<u32> {
+        let limit = shared.depth_limit(op, sync);
+        let tags = limit.unwrap_or_else(|| shared.nr_requests.load(Ordering::Relaxed));
+        let depth = self.policy.tag_depth(issuer, tags).or(limit);
+        self.refresh(shared);
+        depth
     }
 
     /// `request_merge`: the queued request a bio could be front-merged

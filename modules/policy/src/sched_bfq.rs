@@ -54,6 +54,20 @@ where
         self.weight_raised_busy()
     }
 
+    /// As `bfqq_request_over_limit()`, while a weight-raised queue is
+    /// active (see [`Bfq::tag_depth`]).
+    const SHARES_TAGS: bool = true;
+
+    #[inline]
+    fn tags_shared(&self) -> bool {
+        Bfq::tags_shared(self)
+    }
+
+    #[inline]
+    fn tag_depth(&mut self, issuer: IssuerId, limit: u32) -> Option<u32> {
+        Bfq::tag_depth(self, issuer, limit)
+    }
+
     #[inline]
     fn idling_until(&self) -> Option<Nanos> {
         Bfq::idling_until(self)
@@ -116,7 +130,7 @@ impl ContextIssuers {
 
     /// The context's own issuer, if its word names one.
     #[inline]
-    fn own(&self, word: usize) -> Option<IssuerId> {
+    pub fn own(&self, word: usize) -> Option<IssuerId> {
         match word {
             Self::UNASSIGNED | Self::SHARED | Self::EXITED => None,
             w if w - 1 < self.shared() => Some(w - 1),

@@ -12,8 +12,8 @@ use super::weight_raise::WR_COEFF;
 use super::{
     AfterCompletion, Bfq, Ctx, Dispatch, IoPrio, IssuerId, IssuerSlot, List, MergeProbe, Nanos, Op,
     Policy, PrioClass, Queue, ReqSlot, RequestDesc, RqState, Sector, SetupError, State, Tag,
-    TunableError, DEFAULT_BACK_MAX_KIB, DEFAULT_BACK_PENALTY, DEFAULT_FIFO_EXPIRE_ASYNC,
-    DEFAULT_FIFO_EXPIRE_SYNC, DEFAULT_MAX_BUDGET, DEFAULT_SLICE_IDLE, DEFAULT_TIMEOUT, HEAPS,
+    TunableError, ALL_HEAPS, DEFAULT_BACK_MAX_KIB, DEFAULT_BACK_PENALTY, DEFAULT_FIFO_EXPIRE_ASYNC,
+    DEFAULT_FIFO_EXPIRE_SYNC, DEFAULT_MAX_BUDGET, DEFAULT_SLICE_IDLE, DEFAULT_TIMEOUT,
     LARGE_BURST_THRESH, NIL, NSEC_PER_MSEC, NSEC_PER_USEC, WEIGHT_SLOTS,
 };
 use core::ffi::CStr;
@@ -76,7 +76,9 @@ impl State {
             budgets_assigned: 0,
             vtime: [0; PrioClass::COUNT],
             wsum: [0; PrioClass::COUNT],
-            heap_len: [0; HEAPS],
+            heap_len: [0; ALL_HEAPS],
+            idle_wsum: [0; PrioClass::COUNT],
+            raised_idle: 0,
             busy_queues: 0,
             busy_in_class: [0; PrioClass::COUNT],
             wr_busy_queues: 0,
@@ -335,6 +337,7 @@ impl Ctx<'_> {
         let mut interactive = false;
         if !self.q(qi).busy {
             interactive = self.idle_busy_switch(qi, now);
+            self.qm(qi).tag_limited = false;
         } else {
             if prev != next {
                 self.updated_next_req(qi);

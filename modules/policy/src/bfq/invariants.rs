@@ -7,10 +7,10 @@
 use super::super::intrusive::tree_check;
 use super::idle::{wanted_slot, HW_QUEUE_SAMPLES};
 use super::queue::bucket;
-use super::wf2q::vt_gt;
+use super::wf2q::{heap_key, vt_gt};
 use super::{
-    Bfq, IssuerSlot, PrioClass, Queue, ReqSlot, RqState, HEAPS, LARGE_BURST_THRESH, NIL, NO_HEAP,
-    NO_SLOT, WEIGHT_SLOTS,
+    Bfq, IssuerSlot, PrioClass, Queue, ReqSlot, RqState, ALL_HEAPS, IDLE_HEAP0, LARGE_BURST_THRESH,
+    NIL, NO_HEAP, NO_SLOT, WEIGHT_SLOTS,
 };
 
 /// What the queues add up to, to compare with the device-wide counts.
@@ -24,6 +24,8 @@ struct Totals {
     wr_busy: u32,
     busy_in_class: [u32; PrioClass::COUNT],
     weight_count: [u32; WEIGHT_SLOTS],
+    idle_wsum: [u64; PrioClass::COUNT],
+    raised_idle: u32,
 }
 
 impl<R, Q> Bfq<R, Q>
@@ -114,7 +116,15 @@ where
                 }
             }
         } else if q.heap_id != NO_HEAP {
-            return Err("idle queue in a heap");
+            let h = q.heap_id as usize;
+            if h < IDLE_HEAP0 || h >= ALL_HEAPS || !q.used {
+                return Err("idle queue in a service heap");
+            }
+            if q.heap_pos >= s.heap_len[h] || qs[q.heap_pos as usize].heap[h] != qi {
+                return Err("idle heap position");
+            }
+            t.idle_wsum[h - IDLE_HEAP0] += u64::from(q.idle_weight);
+            t.raised_idle += u32::from(q.idle_raised);
         }
         t.queued += q.queued as u64;
         t.at_head += q.at_head as u64;
@@ -154,6 +164,9 @@ where
         if t.wr_busy != s.wr_busy_queues {
             return Err("weight-raised busy count");
         }
+        if t.idle_wsum != s.idle_wsum || t.raised_idle != s.raised_idle {
+            return Err("idle-tree sums");
+        }
         if s.in_service != NIL && !self.qs.as_ref()[s.in_service as usize].q.busy {
             return Err("in-service queue not busy");
         }
@@ -163,18 +176,11 @@ where
         Ok(())
     }
 
-    /// Each service-tree heap is in heap order of its key.
+    /// Each service-tree and idle-tree heap is in heap order of its key.
     fn check_heaps(&self) -> Result<(), &'static str> {
         let qs = self.qs.as_ref();
-        for h in 0..HEAPS {
-            let key = |qi: u32| {
-                let q = &qs[qi as usize].q;
-                if h & 1 == 0 {
-                    q.finish
-                } else {
-                    q.start
-                }
-            };
+        for h in 0..ALL_HEAPS {
+            let key = |qi: u32| heap_key(&qs[qi as usize].q, h);
             for pos in 1..self.st.heap_len[h] {
                 let parent = qs[((pos - 1) / 2) as usize].heap[h];
                 if vt_gt(key(parent), key(qs[pos as usize].heap[h])) {

@@ -104,7 +104,8 @@
 //! - [`Dispatch::IdleUntil`] means "arm a timer and run the queue again
 //!   then (or when a request arrives)"; an idle slice that ran out is also
 //!   noticed by the next insert, dispatch or completion.
-//! - [`Policy::async_depth_limit`] implements `limit_depth`.
+//! - [`Policy::async_depth_limit`] and [`Bfq::tag_depth`] implement
+//!   `limit_depth`.
 //! - `Bfq::check_invariants` is O(n + m), for tests and debugging only:
 //!   it is compiled only with `test`, `debug_assertions` or the crate's
 //!   `invariants` feature (in a kernel module, `--cfg 'feature="invariants"'`).
@@ -129,6 +130,7 @@
 //! - `idle`: what idling decisions look at, and the decisions;
 //! - `inject`, `weight_raise`, `burst`, `peak_rate`: the heuristics of their
 //!   names;
+//! - `tags`: each queue's share of the scheduler tags (`limit_depth`);
 //! - `hooks`, `dispatch`: the entry points;
 //! - `invariants`: the consistency checks.
 
@@ -142,6 +144,7 @@ mod inject;
 mod invariants;
 mod peak_rate;
 mod queue;
+mod tags;
 mod weight_raise;
 mod wf2q;
 
@@ -153,7 +156,7 @@ use super::types::{
 use burst::LARGE_BURST_THRESH;
 pub(crate) use hooks::TUNABLE_NAMES;
 use idle::{NO_SLOT, WEIGHT_SLOTS};
-use wf2q::{HEAPS, NO_HEAP};
+use wf2q::{ALL_HEAPS, IDLE_HEAP0, NO_HEAP};
 
 const NSEC_PER_SEC: Nanos = 1_000_000_000;
 
@@ -289,6 +292,14 @@ struct Queue {
     busy: bool,
     heap_id: u8,
     heap_pos: u32,
+    /// On an idle tree: the finish, weight and raising it went idle with.
+    idle_finish: u64,
+    idle_weight: u32,
+    idle_raised: bool,
+    /// [`Bfq::tag_depth`] held the issuer to one tag, and no request of
+    /// its has arrived since: its process may have been kept waiting by
+    /// the block layer, not by its own choice.
+    tag_limited: bool,
     fifo_checked: bool,
     non_blocking_wait_rq: bool,
     /// `ttime.last_end_request`: the last completion (creation + 1 ns
@@ -342,14 +353,14 @@ struct Queue {
 #[derive(Clone, Copy, Debug)]
 pub struct IssuerSlot {
     q: Queue,
-    heap: [u32; HEAPS],
+    heap: [u32; ALL_HEAPS],
 }
 
 impl Default for IssuerSlot {
     fn default() -> Self {
         IssuerSlot {
             q: Queue::default(),
-            heap: [NIL; HEAPS],
+            heap: [NIL; ALL_HEAPS],
         }
     }
 }
@@ -429,7 +440,11 @@ struct State {
     budgets_assigned: u32,
     vtime: [u64; PrioClass::COUNT],
     wsum: [u64; PrioClass::COUNT],
-    heap_len: [u32; HEAPS],
+    heap_len: [u32; ALL_HEAPS],
+    /// The weights on each class's idle tree, as they went there.
+    idle_wsum: [u64; PrioClass::COUNT],
+    /// Weight-raised queues on the idle trees.
+    raised_idle: u32,
     busy_queues: u32,
     /// `bfqd->busy_queues[]`, per class.
     busy_in_class: [u32; PrioClass::COUNT],

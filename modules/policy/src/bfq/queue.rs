@@ -41,6 +41,10 @@ impl Default for Queue {
             busy: false,
             heap_id: NO_HEAP,
             heap_pos: 0,
+            idle_finish: 0,
+            idle_weight: 0,
+            idle_raised: false,
+            tag_limited: false,
             fifo_checked: false,
             non_blocking_wait_rq: false,
             last_end_request: 0,
@@ -468,9 +472,9 @@ impl Ctx<'_> {
             && q.at_head == 0
             && q.dispatched == 0
             && !q.busy
-            && q.heap_id == NO_HEAP
             && self.s.in_service != qi
         {
+            self.idle_tree_remove(qi);
             self.sync_weight_count(qi);
             // As bfq_put_queue(): an exiting process no longer counts in
             // the burst it was created in.

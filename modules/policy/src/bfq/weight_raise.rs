@@ -31,7 +31,8 @@ pub(super) struct WrArrival {
     /// Idle long, of the default weight, and not in a large burst.
     pub(super) interactive: bool,
     /// Not always seeky, not in a large burst, of the default weight,
-    /// nothing in flight, and past its soft real-time next start.
+    /// nothing in flight, past its soft real-time next start, and not
+    /// held to one scheduler tag since its last request (see below).
     pub(super) soft_rt: bool,
 }
 
@@ -42,7 +43,13 @@ impl Queue {
     pub(super) fn wr_arrival(&self, now: Nanos) -> WrArrival {
         let idle_long = self.dispatched == 0
             && !matches!(self.budget_timeout, Some(t) if now <= t.saturating_add(WR_MIN_IDLE_TIME));
+        // A queue held to one tag ([`Bfq::tag_depth`]) went quiet because
+        // its process waited for that tag, which says nothing of the pace
+        // it issues at: raising it as soft real-time (weight x 3000) would
+        // give the greedy readers the share rule holds back a hundred times
+        // the weight of the application it protects.
         let soft_rt = self.seek_history != u32::MAX
+            && !self.tag_limited
             && !self.in_large_burst
             && now > self.soft_rt_next_start
             && self.dispatched == 0

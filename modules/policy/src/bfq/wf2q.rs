@@ -10,7 +10,7 @@
 //! and making queues busy and idle (`bfq_add_bfqq_busy`,
 //! `bfq_del_bfqq_busy`).
 
-use super::{ioprio_to_weight, Ctx, IoPrio, PrioClass, NIL};
+use super::{ioprio_to_weight, Ctx, IoPrio, PrioClass, Queue, NIL};
 
 /// Virtual time is service scaled by `1 << WFQ_SERVICE_SHIFT` over weight.
 const WFQ_SERVICE_SHIFT: u32 = 22;
@@ -23,11 +23,29 @@ const MAX_VTIME_AHEAD: u64 = 1 << 62;
 pub(super) const NO_HEAP: u8 = u8::MAX;
 /// Service-tree heaps: two per class.
 pub(super) const HEAPS: usize = PrioClass::COUNT * 2;
+/// The first idle-tree heap: one per class after the service trees, of
+/// the queues that went idle before the virtual time reached their finish
+/// (C's idle trees), keyed by that finish.
+pub(super) const IDLE_HEAP0: usize = HEAPS;
+/// Every heap: the service trees, then the idle trees.
+pub(super) const ALL_HEAPS: usize = HEAPS + PrioClass::COUNT;
 
 /// Wrapping "a is after b" for virtual times (`bfq_gt`).
 #[inline]
 pub(super) fn vt_gt(a: u64, b: u64) -> bool {
     (a.wrapping_sub(b) as i64) > 0
+}
+
+/// The key of `q` in heap `h` (see [`Ctx::heap_key`]).
+#[inline]
+pub(super) fn heap_key(q: &Queue, h: usize) -> u64 {
+    if h >= IDLE_HEAP0 {
+        q.idle_finish
+    } else if h & 1 == 0 {
+        q.finish
+    } else {
+        q.start
+    }
 }
 
 /// Virtual time needed to serve `service` sectors at `weight`.
@@ -41,14 +59,11 @@ impl Ctx<'_> {
 
     /// Heap `h` = class * 2 + kind; kind 0 holds eligible queues keyed by
     /// finish time, kind 1 not-yet-eligible queues keyed by start time.
+    /// The idle trees ([`IDLE_HEAP0`] + class) are keyed by the finish the
+    /// queue had when it went idle.
     #[inline]
     fn heap_key(&self, h: usize, qi: u32) -> u64 {
-        let q = self.q(qi);
-        if h & 1 == 0 {
-            q.finish
-        } else {
-            q.start
-        }
+        heap_key(self.q(qi), h)
     }
 
     #[inline]
@@ -168,6 +183,7 @@ impl Ctx<'_> {
             let min_start = self.q(self.heap_at(ih, 0)).start;
             if vt_gt(min_start, self.s.vtime[c]) {
                 self.s.vtime[c] = min_start;
+                self.forget_idle(c);
             }
         }
         while self.s.heap_len[ih] > 0 {
@@ -214,6 +230,7 @@ impl Ctx<'_> {
         q.service = q.service.saturating_add(served);
         let wsum = self.s.wsum[c].clamp(1, u32::MAX as u64) as u32;
         self.s.vtime[c] = self.s.vtime[c].wrapping_add(vt_delta(served, wsum));
+        self.forget_idle(c);
     }
 
     pub(super) fn set_weight(&mut self, qi: u32, w: u32) {
@@ -261,6 +278,7 @@ impl Ctx<'_> {
     /// Makes an idle queue busy (`bfq_add_bfqq_busy` + activation).
     #[inline]
     pub(super) fn activate(&mut self, qi: u32) {
+        self.idle_tree_remove(qi);
         if self.q(qi).prio_changed {
             let p = self.q(qi).new_prio;
             self.apply_prio(qi, p);
@@ -326,6 +344,62 @@ impl Ctx<'_> {
         self.s.busy_in_class[c] = self.s.busy_in_class[c].saturating_sub(1);
         self.qm(qi).busy = false;
         self.sync_weight_count(qi);
+        self.idle_tree_put(qi);
+    }
+
+    // ----- idle trees -----------------------------------------------------------
+
+    /// A queue just made idle whose finish is still ahead of its class's
+    /// virtual time goes on the class's idle tree, with its weight and
+    /// whether it is weight-raised as they are now: it keeps counting in
+    /// the weights [`Ctx::tag_share_over`] divides the tags by until the
+    /// virtual time passes that finish or it becomes busy again, as C's
+    /// idle tree entities count in `st->wsum`. (The virtual time itself
+    /// advances by the busy queues' weights only: see the module docs.)
+    fn idle_tree_put(&mut self, qi: u32) {
+        let q = self.q(qi);
+        let c = q.class.index();
+        if !q.used || !q.finish_valid || !vt_gt(q.finish, self.s.vtime[c]) {
+            return;
+        }
+        let (w, raised) = (q.weight, q.wr_coeff > 1);
+        let qm = self.qm(qi);
+        qm.idle_finish = qm.finish;
+        qm.idle_weight = w;
+        qm.idle_raised = raised;
+        self.s.idle_wsum[c] = self.s.idle_wsum[c].saturating_add(u64::from(w));
+        self.s.raised_idle += u32::from(raised);
+        self.heap_push(IDLE_HEAP0 + c, qi);
+    }
+
+    /// Takes `qi` off its idle tree, if it is on one, with the weight it
+    /// counted there.
+    #[inline]
+    pub(super) fn idle_tree_remove(&mut self, qi: u32) {
+        let h = self.q(qi).heap_id as usize;
+        if self.q(qi).heap_id == NO_HEAP || h < IDLE_HEAP0 {
+            return;
+        }
+        self.heap_remove_from(qi, h);
+        let c = h - IDLE_HEAP0;
+        let q = self.q(qi);
+        let (w, raised) = (u64::from(q.idle_weight), q.idle_raised);
+        self.s.idle_wsum[c] = self.s.idle_wsum[c].saturating_sub(w);
+        self.s.raised_idle = self.s.raised_idle.saturating_sub(u32::from(raised));
+    }
+
+    /// Takes off class `c`'s idle tree the queues whose finish the virtual
+    /// time reached (`bfq_forget_idle`, all of them rather than one per
+    /// call).
+    pub(super) fn forget_idle(&mut self, c: usize) {
+        let h = IDLE_HEAP0 + c;
+        while self.s.heap_len[h] > 0 {
+            let top = self.heap_at(h, 0);
+            if vt_gt(self.q(top).idle_finish, self.s.vtime[c]) {
+                break;
+            }
+            self.idle_tree_remove(top);
+        }
     }
 
     /// Repositions a busy queue after its budget changed (`bfq_requeue_bfqq`

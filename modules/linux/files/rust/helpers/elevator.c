@@ -12,6 +12,7 @@
 #include <linux/iocontext.h>
 #include <linux/jiffies.h>
 #include <linux/list.h>
+#include <linux/sched.h>
 #include <linux/timekeeping.h>
 #include "../../block/blk.h"
 
@@ -84,4 +85,26 @@ struct io_cq *rust_helper_ioc_find_get_icq(struct request_queue *q)
 void rust_helper_put_io_context(struct io_context *ioc)
 {
 	put_io_context(ioc);
+}
+
+/*
+ * The current task's io_cq on @q, if it has one, as BFQ's bfq_bic_lookup():
+ * ioc_lookup_icq() is private to the block layer and wants queue_lock.
+ */
+struct io_cq *rust_helper_ioc_lookup_current_icq(struct request_queue *q)
+{
+#ifdef CONFIG_BLK_ICQ
+	struct io_cq *icq;
+	unsigned long flags;
+
+	if (!current->io_context)
+		return NULL;
+
+	spin_lock_irqsave(&q->queue_lock, flags);
+	icq = ioc_lookup_icq(q);
+	spin_unlock_irqrestore(&q->queue_lock, flags);
+	return icq;
+#else
+	return NULL;
+#endif
 }

@@ -176,6 +176,7 @@
 //! }
 //! ```
 
+mod alloc;
 mod data;
 mod icq;
 mod lock;
@@ -186,6 +187,7 @@ mod request;
 mod time;
 mod vtable;
 
+pub use alloc::Allocation;
 pub use data::Rerun;
 pub use icq::IoCq;
 pub use lock::{IrqSafe, LockContext, LockOnDemand, ProcessContext};
@@ -351,9 +353,12 @@ pub trait Elevator: Sized + Send + Sync + 'static {
 
     /// A request with operation and flags `opf` is being allocated: the
     /// scheduler-tag depth it may use (`shallow_depth`), or `None` for no
-    /// limit. Called without the lock. The depth takes effect only down to
-    /// the minimum set with [`DepthUpdate::set_min_shallow_depth`].
-    fn limit_depth(&self, _opf: OpFlags) -> Option<u32> {
+    /// limit. Called without the lock, in the allocating process's context:
+    /// `alloc` finds its I/O context and takes the lock, for a scheduler
+    /// that limits each process by what it holds. The depth takes effect
+    /// only down to the minimum set with
+    /// [`DepthUpdate::set_min_shallow_depth`].
+    fn limit_depth(&self, _opf: OpFlags, _alloc: &mut Allocation<'_, Self>) -> Option<u32> {
         crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
     }
 

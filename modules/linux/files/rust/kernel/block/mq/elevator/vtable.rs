@@ -6,6 +6,7 @@
 //! C header: [`block/elevator.h`](srctree/block/elevator.h)
 
 use super::{
+    alloc::Allocation,
     data::{arm_rerun, ElevatorData, MergeCtx},
     merge::{list_is_empty, FreeList},
     request::{RQ_HELD, RQ_MERGED_AWAY, RQ_NOT_HELD},
@@ -642,7 +643,8 @@ impl<T: Elevator> Vtable<T> {
     ) {
         // SAFETY: `ad` is valid; the queue is entered, so the elevator stays.
         let data = unsafe { ElevatorData::<T>::from_queue((*ad).q) };
-        if let Some(depth) = T::limit_depth(&data.shared, OpFlags(opf)) {
+        let mut alloc = Allocation { data };
+        if let Some(depth) = T::limit_depth(&data.shared, OpFlags(opf), &mut alloc) {
             // SAFETY: `ad` is valid for writes for the call.
             unsafe { (*ad).shallow_depth = depth };
         }
