@@ -135,6 +135,38 @@ make_tar_app() { # mountpoint
 	done < /tmp/appfiles
 }
 
+# Samples the device's scheduler tags (its driver tags under none) every
+# 20 ms until sent TERM, then writes "samples full busy_sum" to file $2:
+# how many samples found every tag taken, and the taken tags summed. A
+# start-up that must sleep for a tag waits behind every request that holds
+# one, whatever the scheduler would dispatch first. Builtins only (no
+# process per sample): the guest's CPUs are the workload's too.
+tag_sampler() { # device out
+	local d f k v depth busy n=0 full=0 sum=0
+	d=/sys/kernel/debug/block/$(devname "$1")/hctx0
+	f=$d/sched_tags
+	[ -r "$f" ] || f=$d/tags
+	[ -r "$f" ] || return 0
+	trap 'echo "$n $full $sum" > "$2"; exit 0' TERM
+	[ -p /tmp/tag-tick ] || mkfifo /tmp/tag-tick
+	exec 9<> /tmp/tag-tick
+	while :; do
+		depth='' busy=''
+		# The first depth= and busy= are the tag bitmap's (reserved tags follow).
+		while IFS='=' read -r k v; do
+			case $k in
+			depth) [ -n "$depth" ] || depth=$v ;;
+			busy) [ -n "$busy" ] || busy=$v ;;
+			esac
+		done < "$f"
+		if [ -n "$busy" ] && [ -n "$depth" ]; then
+			n=$((n + 1)) sum=$((sum + busy))
+			[ "$busy" -lt "$depth" ] || full=$((full + 1))
+		fi
+		read -r -t 0.02 -u 9 _ || true
+	done
+}
+
 # One run, the scheduler selected; writes runs/<id>.json or runs/<id>.err.
 startup_run() { # id device scheduler app
 	local id=$1 dev=$2 sched=$3 app=$4 r=/run/out/runs/$1 mnt
@@ -175,9 +207,15 @@ startup_run() { # id device scheduler app
 	local w0 w1 rc=0 loaded_s nr
 	nr=$(cat "/sys/block/$(devname "$dev")/queue/nr_requests")
 	w0=$(sectors_read "$dev")
+	tag_sampler "$dev" "$r.tags" &
+	local sampler_pid=$!
 	time_app "$mnt" "$app" "$r.replay.json" || rc=$?
 	loaded_s=$APP_S
 	w1=$(sectors_read "$dev")
+	kill -TERM $sampler_pid 2>/dev/null
+	wait $sampler_pid 2>/dev/null
+	local tags=(0 0 0)
+	[ -s "$r.tags" ] && read -r -a tags < "$r.tags"
 	local alive=1
 	kill -0 $fio_pid 2>/dev/null || alive=0
 	kill -INT $fio_pid 2>/dev/null
@@ -208,8 +246,9 @@ startup_run() { # id device scheduler app
 	else
 		local bytes=${APP_BYTES[$app]:-}
 		[ -n "$bytes" ] || bytes=$(sed -n 's/^{[^[]*"bytes": \([0-9]*\).*/\1/p' "$r.replay.json")
-		printf '{"startup_s": %s, "alone_s": %s, "app_files": %s, "app_bytes": %s, "window_read_bytes": %s, "nr_requests": %s}\n' \
-			"$loaded_s" "$alone_s" "${APP_FILES[$app]}" "${bytes:-0}" $(( (w1 - w0) * 512 )) "$nr" > "$r.json"
+		printf '{"startup_s": %s, "alone_s": %s, "app_files": %s, "app_bytes": %s, "window_read_bytes": %s, "nr_requests": %s, "tag_samples": %s, "tags_full_samples": %s, "tags_busy_sum": %s}\n' \
+			"$loaded_s" "$alone_s" "${APP_FILES[$app]}" "${bytes:-0}" $(( (w1 - w0) * 512 )) "$nr" \
+			"${tags[0]}" "${tags[1]}" "${tags[2]}" > "$r.json"
 	fi
 }
 

@@ -350,6 +350,7 @@ mod tests {
                 window_read_bytes: 0,
                 readers_mb_s: 10.0,
                 nr_requests: None,
+                tags: None,
             })
             .ok_or_else(|| "x".to_string()),
         )
@@ -485,7 +486,8 @@ mod tests {
         let s = Suite::load(&crate::util::repo_root(), "startup-replay").unwrap();
         let sp = spec_of(&s).unwrap();
         assert_eq!(sp.nr_requests, 0);
-        assert!(sp.replays() && sp.tar().is_none());
+        // Replays and the tar stand-in, which needs its numbers.
+        assert!(sp.replays() && sp.tar().is_some());
         let k = Startup {
             spec: sp.clone(),
             replayer: Some("/x/startup-replay".into()),
@@ -496,7 +498,8 @@ mod tests {
         let env = k.job_env(&s.full);
         assert!(env.contains("STARTUP_REPLAY=/x/startup-replay\n"), "{env}");
         assert!(env.contains("s-xterm=replay:/"), "{env}");
-        assert!(env.contains("STARTUP_NR_REQUESTS=0\n") && !env.contains("STARTUP_FILES"));
+        assert!(env.contains("STARTUP_NR_REQUESTS=0\n") && env.contains("STARTUP_FILES=150\n"));
+        assert!(env.contains("synthetic=tar"), "{env}");
         let only = only_apps(&sp, &names(&["gcc-hello", "s-xterm"])).unwrap();
         assert_eq!(
             only.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(),
@@ -510,7 +513,10 @@ mod tests {
         bad = sp.clone();
         bad.app[0].kind = "tar".into();
         bad.app[0].trace = None;
+        assert!(bad.validate(&crate::util::repo_root()).is_ok());
+        bad.app_files = None;
         assert!(bad.validate(&crate::util::repo_root()).is_err());
+        bad = sp.clone();
         bad.app[1].name = bad.app[0].name.clone();
         assert!(bad.validate(&crate::util::repo_root()).is_err());
     }

@@ -77,12 +77,19 @@ pub fn table_markdown(res: &StartupResults) -> String {
             Some(a) => format!("{a}: start-up"),
             None => "start-up".into(),
         };
+        // Tag samples: only in results that have them.
+        let sampled = rows.iter().any(|r| r.tags_full_share.is_some());
+        let (tag_head, tag_rule) = if sampled {
+            (" all tags taken | tags taken |", "---:|---:|")
+        } else {
+            ("", "")
+        };
         let _ = write!(
             s,
             "\n#### {dev} ({path}) — {what} under {} readers\n\n\
              | scheduler | start-up s (mean ± sd) | min–max s | vs mq-deadline | vs bfq | \
-             alone s (mean ± sd) | × alone | readers MB/s (mean ± sd) | runs |\n\
-             |---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+             alone s (mean ± sd) | × alone | readers MB/s (mean ± sd) |{tag_head} runs |\n\
+             |---|---:|---:|---:|---:|---:|---:|---:|{tag_rule}---:|\n",
             res.startup.readers
         );
         for row in &rows {
@@ -95,9 +102,18 @@ pub fn table_markdown(res: &StartupResults) -> String {
                 (Some(m), Some(sd)) => pm(m, sd, 2),
                 _ => "-".into(),
             };
+            let tags = if sampled {
+                let share = row
+                    .tags_full_share
+                    .map_or("-".into(), |x| format!("{:.0} %", 100.0 * x));
+                let busy = row.tags_busy_mean.map_or("-".into(), |x| num(x, 1));
+                format!(" {share} | {busy} |")
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 s,
-                "| {} | {} | {}–{} | {} | {} | {} | {} | {} | {}{} |",
+                "| {} | {} | {}–{} | {} | {} | {} | {} | {} |{tags} {}{} |",
                 row.scheduler,
                 pm(row.startup_mean_s, row.startup_sd_s, 2),
                 num(row.startup_min_s, 2),
@@ -316,7 +332,11 @@ pub fn write(dir: &Path, res: &StartupResults) -> Result<()> {
                  repeats). \"vs X\" is the mean over repeats of this scheduler's start-up time \
                  divided by X's in the same repeat (below 1: faster than X); \"× alone\" is the mean \
                  over runs of the start-up time under the readers divided by the same run's time \
-                 alone. Readers' MB/s is their aggregate over the whole run."
+                 alone. Readers' MB/s is their aggregate over the whole run. During the loaded \
+                 start-up the guest samples the device's tags every 20 ms (debugfs \
+                 `hctx0/sched_tags`, `hctx0/tags` under none): \"all tags taken\" is the share of \
+                 samples with every tag taken (a start-up request arriving then sleeps for a tag \
+                 before the scheduler sees it), \"tags taken\" their mean."
             .into(),
         failed: report::failed_runs(&res.runs, |r| {
             format!("{} {} (repeat {})", r.device, r.scheduler, r.repeat)

@@ -4,7 +4,7 @@
 use super::spec::StartupSpec;
 use crate::devices::Device;
 use crate::results::{Header, RunRecord};
-use crate::stats::{mean_sd, mean_sd_of, paired_ratios, Ratio};
+use crate::stats::{mean_of_some, mean_sd, mean_sd_of, paired_ratios, Ratio};
 use crate::suite::fio::parse_fio;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -52,6 +52,22 @@ pub struct StartupMeasured {
     /// written before it was recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nr_requests: Option<u32>,
+    /// The loaded start-up's tag samples (every 20 ms): the share with
+    /// every tag taken, and the mean taken (absent when not sampled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<TagSamples>,
+}
+
+/// The device's tags as sampled during a loaded start-up (the scheduler's
+/// tags, or the driver's under `none`).
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq)]
+pub struct TagSamples {
+    pub samples: u64,
+    /// Samples that found every tag taken: a start-up request arriving
+    /// then sleeps for a tag before any scheduler sees it.
+    pub full_share: f64,
+    /// Tags taken, mean over the samples.
+    pub busy_mean: f64,
 }
 
 #[derive(Deserialize)]
@@ -64,6 +80,12 @@ struct GuestStartup {
     window_read_bytes: u64,
     #[serde(default)]
     nr_requests: Option<u32>,
+    #[serde(default)]
+    tag_samples: u64,
+    #[serde(default)]
+    tags_full_samples: u64,
+    #[serde(default)]
+    tags_busy_sum: u64,
 }
 
 /// Parses a run's `<id>.json` (startup.sh) and `<id>.readers.json` (fio).
@@ -90,6 +112,11 @@ pub fn parse_run(startup_json: &str, readers_json: &str) -> Result<StartupMeasur
         window_read_bytes: g.window_read_bytes,
         readers_mb_s: readers.mb_s,
         nr_requests: g.nr_requests,
+        tags: (g.tag_samples > 0).then(|| TagSamples {
+            samples: g.tag_samples,
+            full_share: g.tags_full_samples as f64 / g.tag_samples as f64,
+            busy_mean: g.tags_busy_sum as f64 / g.tag_samples as f64,
+        }),
     })
 }
 
@@ -141,6 +168,12 @@ pub struct StartupSummary {
     /// This scheduler's start-up time / the reference's in the same
     /// repeat, keyed by reference scheduler (`mq-deadline`, `bfq`).
     pub ratio_to: BTreeMap<String, Ratio>,
+    /// Mean over the runs of the share of tag samples with every tag
+    /// taken, and of the tags taken (null when not sampled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags_full_share: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags_busy_mean: Option<f64>,
 }
 
 /// The (device, application) pairs of the runs, in plan order.
@@ -196,6 +229,9 @@ pub fn summarize(runs: &[StartupRun], schedulers: &[String]) -> Vec<StartupSumma
                 .iter()
                 .filter_map(|(_, m)| Some(m.startup_s / m.alone_s?))
                 .collect();
+            let tags_full_share =
+                mean_of_some(ms.iter().map(|(_, m)| m.tags.map(|t| t.full_share)));
+            let tags_busy_mean = mean_of_some(ms.iter().map(|(_, m)| m.tags.map(|t| t.busy_mean)));
             let mut ratio_to = BTreeMap::new();
             for (name, base) in &refs {
                 let ratios = paired_ratios(ms.iter().map(|(rep, m)| (*rep, m.startup_s)), base);
@@ -219,6 +255,8 @@ pub fn summarize(runs: &[StartupRun], schedulers: &[String]) -> Vec<StartupSumma
                 alone_sd_s,
                 slowdown: Ratio::of(&slowdowns),
                 ratio_to,
+                tags_full_share,
+                tags_busy_mean,
             });
         }
     }
@@ -269,5 +307,20 @@ mod tests {
         )
         .is_err());
         assert!(parse_run(r#"{"startup_s": 1}"#, FIO).is_err());
+        // No tag samples (none taken, or an older guest): no figure.
+        assert_eq!(m.tags, None);
+    }
+
+    #[test]
+    fn tag_samples_become_shares() {
+        let g = r#"{"startup_s": 2.5, "alone_s": 0.5, "app_files": 150, "app_bytes": 3000000,
+            "window_read_bytes": 90000000, "nr_requests": 4, "tag_samples": 200,
+            "tags_full_samples": 150, "tags_busy_sum": 700}"#;
+        let t = parse_run(g, FIO).unwrap().tags.unwrap();
+        assert_eq!(t.samples, 200);
+        assert!((t.full_share - 0.75).abs() < 1e-12);
+        assert!((t.busy_mean - 3.5).abs() < 1e-12);
+        let none = g.replace(r#""tag_samples": 200"#, r#""tag_samples": 0"#);
+        assert_eq!(parse_run(&none, FIO).unwrap().tags, None);
     }
 }
