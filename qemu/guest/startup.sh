@@ -144,8 +144,9 @@ make_tar_app() { # mountpoint
 tag_sampler() { # device out
 	local d f k v depth busy n=0 full=0 sum=0
 	d=/sys/kernel/debug/block/$(devname "$1")/hctx0
+	# sched_tags is there under none too, empty.
 	f=$d/sched_tags
-	[ -r "$f" ] || f=$d/tags
+	grep -q '^depth=' "$f" 2>/dev/null || f=$d/tags
 	[ -r "$f" ] || return 0
 	trap 'echo "$n $full $sum" > "$2"; exit 0' TERM
 	[ -p /tmp/tag-tick ] || mkfifo /tmp/tag-tick
