@@ -103,6 +103,13 @@ pub fn parse_run(startup_json: &str, readers_json: &str) -> Result<StartupMeasur
     if g.app_files == 0 || g.app_bytes == 0 {
         bail!("the application had no files");
     }
+    if g.tags_full_samples > g.tag_samples {
+        bail!(
+            "{} of {} tag samples with every tag taken",
+            g.tags_full_samples,
+            g.tag_samples
+        );
+    }
     let readers = parse_fio(readers_json).context("the readers' fio output")?;
     Ok(StartupMeasured {
         startup_s: g.startup_s,
@@ -320,7 +327,12 @@ mod tests {
         assert_eq!(t.samples, 200);
         assert!((t.full_share - 0.75).abs() < 1e-12);
         assert!((t.busy_mean - 3.5).abs() < 1e-12);
-        let none = g.replace(r#""tag_samples": 200"#, r#""tag_samples": 0"#);
+        let none = g
+            .replace(r#""tag_samples": 200"#, r#""tag_samples": 0"#)
+            .replace(r#""tags_full_samples": 150"#, r#""tags_full_samples": 0"#)
+            .replace(r#""tags_busy_sum": 700"#, r#""tags_busy_sum": 0"#);
         assert_eq!(parse_run(&none, FIO).unwrap().tags, None);
+        let more_full = g.replace(r#""tags_full_samples": 150"#, r#""tags_full_samples": 201"#);
+        assert!(parse_run(&more_full, FIO).is_err());
     }
 }
