@@ -12,7 +12,9 @@ use kernel::prelude::*;
 
 // The policy crate's sources, included as the elevator modules include
 // them: at the crate root, so that their `super::` paths name each other.
-#[allow(dead_code, unreachable_pub, missing_docs)]
+// The selftest has no sysfs tunables: the policy's re-exported names go
+// unused here.
+#[allow(dead_code, unused_imports, unreachable_pub, missing_docs)]
 #[path = "../policy/src/deadline/mod.rs"]
 mod deadline;
 #[allow(dead_code, unreachable_pub, missing_docs)]
