@@ -11,8 +11,9 @@
 //!   under the head.
 //! - Seeks: a square-root curve from the track-to-track time up to a
 //!   knee, then linear up to the full stroke.
-//! - The controller handles commands one at a time, a fixed overhead each
-//!   (the drive's firmware and the host's path to it), then moves data
+//! - Each command takes a fixed latency before the drive acts on it (the
+//!   drive's firmware and the host's path to it; queued commands overlap
+//!   it) and a short controller time, one command at a time; data moves
 //!   over the interface.
 //! - Reads: a read the cache holds completes after the controller and
 //!   the interface. A read that the current media stream reaches (the
@@ -30,8 +31,9 @@
 //! - The mechanism serves, among the first `ncq_depth` commands waiting
 //!   for it (and the dirty extents, when destaging), the one with the
 //!   shortest positioning time (seek, then rotation); with `ncq_depth` 1
-//!   it serves them in arrival order. A command that has waited too long
-//!   goes first.
+//!   it serves them in arrival order. A command's positioning time counts
+//!   less the longer it has waited (aging), and one that has waited too
+//!   long goes first.
 
 use crate::{ns_per_sector, Command, Completion, Decided, Device, Id, Nanos, Op, Sector};
 use std::collections::VecDeque;
@@ -58,10 +60,14 @@ pub struct HddSpec {
     pub knee: (f64, Nanos),
     /// Seek over the full stroke.
     pub full_seek: Nanos,
-    /// Controller time per read (and flush, discard) command.
+    /// Latency a read (and flush, discard) command takes before the drive
+    /// acts on it: the drive's firmware and the host's path to it. Queued
+    /// commands overlap it.
     pub read_overhead: Nanos,
-    /// Controller time per write command.
+    /// The same for a write.
     pub write_overhead: Nanos,
+    /// Time the controller spends on each command, one at a time.
+    pub command_time: Nanos,
     /// Interface rate, MB/s.
     pub interface_mb_s: f64,
     /// Read cache: segments and sectors each.
@@ -78,8 +84,12 @@ pub struct HddSpec {
     pub destage_delay: Nanos,
     /// Commands the mechanism chooses among (NCQ's 32; 1 without NCQ).
     pub ncq_depth: usize,
-    /// A command waiting this long for the mechanism goes first.
+    /// A command waiting this long for the mechanism goes first (and the
+    /// read-ahead stream takes no more reads until it has).
     pub max_wait: Nanos,
+    /// Aging: the positioning time a command is credited per unit of time
+    /// it has waited, so that far commands are not starved for long.
+    pub aging: f64,
 }
 
 impl HddSpec {
@@ -102,6 +112,7 @@ impl HddSpec {
             full_seek: 18_000_000,
             read_overhead: 228_000,
             write_overhead: 279_000,
+            command_time: 25_000,
             interface_mb_s: 300.0,
             segments: 16,
             segment_sectors: 4096,
@@ -110,7 +121,8 @@ impl HddSpec {
             dirty_extents: 128,
             destage_delay: 20_000_000,
             ncq_depth: 32,
-            max_wait: 500_000_000,
+            max_wait: 1_000_000_000,
+            aging: 0.02,
         }
     }
 
@@ -130,6 +142,7 @@ impl HddSpec {
             full_seek: 10_000_000,
             read_overhead: 200_000,
             write_overhead: 250_000,
+            command_time: 25_000,
             interface_mb_s: 150.0,
             segments: 16,
             segment_sectors: 2048,
@@ -138,7 +151,8 @@ impl HddSpec {
             dirty_extents: 128,
             destage_delay: 20_000_000,
             ncq_depth: 32,
-            max_wait: 500_000_000,
+            max_wait: 1_000_000_000,
+            aging: 0.02,
         }
     }
 }
@@ -426,6 +440,10 @@ impl Hdd {
     /// whether it did.
     fn join_stream(&mut self, t: Nanos, w: &Waiting) -> bool {
         let Some(st) = self.stream else { return false };
+        // A command waiting too long for the mechanism goes first.
+        if self.starving(t) {
+            return false;
+        }
         let (lo, _) = self.segment_range(st.seg, t);
         let (s, e) = (w.cmd.sector, w.cmd.end());
         if s < lo || s > st.limit.max(st.front(t)) {
@@ -447,6 +465,14 @@ impl Hdd {
             self.segments[st.seg].end = f;
             self.head = f;
         }
+    }
+
+    /// Whether the oldest command waiting for the mechanism has waited
+    /// too long.
+    fn starving(&self, t: Nanos) -> bool {
+        self.queued
+            .front()
+            .is_some_and(|w| t.saturating_sub(w.arrived) > self.spec.max_wait)
     }
 
     fn room_for(&self, sectors: Sector) -> bool {
@@ -587,17 +613,13 @@ impl Hdd {
             return;
         } else if self.must_destage() && (self.spec.ncq_depth <= 1 || n == 0) {
             self.nearest_dirty(t)
-        } else if (self.spec.ncq_depth <= 1 && n > 0)
-            || self
-                .queued
-                .front()
-                .is_some_and(|w| t - w.arrived > self.spec.max_wait)
-        {
+        } else if (self.spec.ncq_depth <= 1 && n > 0) || self.starving(t) {
             Pick::Queued(0)
         } else {
             let mut best = (Nanos::MAX, Pick::Queued(0));
             for (i, w) in self.queued.iter().take(n).enumerate() {
-                let c = self.positioning(t, w.cmd.sector);
+                let waited = t.saturating_sub(w.arrived) as f64 * self.spec.aging;
+                let c = (self.positioning(t, w.cmd.sector) as f64 - waited).max(0.0) as Nanos;
                 if c < best.0 {
                     best = (c, Pick::Queued(i));
                 }
@@ -716,7 +738,10 @@ impl Hdd {
 
 impl Device for Hdd {
     fn name(&self) -> String {
-        self.spec.name.into()
+        match self.spec.ncq_depth {
+            0 | 1 => format!("{}, no NCQ", self.spec.name),
+            n => format!("{}, NCQ {n}", self.spec.name),
+        }
     }
     fn depth(&self) -> usize {
         self.spec.ncq_depth.max(1)
@@ -734,7 +759,7 @@ impl Device for Hdd {
             Op::Write => self.spec.write_overhead,
             _ => self.spec.read_overhead,
         };
-        let ready = now.max(self.ctrl_free) + overhead;
+        let ready = (now + overhead).max(self.ctrl_free + self.spec.command_time);
         self.ctrl_free = ready;
         if cmd.op == Op::Write {
             self.writes += 1;
