@@ -104,32 +104,45 @@ fn handshake(
                 }
                 nbd::option_reply(w, opt, nbd::REP_ACK, &[])?;
             }
-            nbd::OPT_INFO | nbd::OPT_GO => match nbd::parse_go(&data) {
-                None => nbd::option_reply(w, opt, nbd::REP_ERR_INVALID, &[])?,
-                Some((name, infos)) => match find(&name) {
-                    None => nbd::option_reply(w, opt, nbd::REP_ERR_UNKNOWN, &[])?,
-                    Some(e) => {
-                        let mut d = nbd::INFO_EXPORT.to_be_bytes().to_vec();
-                        d.extend_from_slice(&e.size.to_be_bytes());
-                        d.extend_from_slice(&transmission_flags(&e).to_be_bytes());
-                        nbd::option_reply(w, opt, nbd::REP_INFO, &d)?;
-                        if infos.contains(&nbd::INFO_BLOCK_SIZE) {
-                            let mut d = nbd::INFO_BLOCK_SIZE.to_be_bytes().to_vec();
-                            for v in [512u32, 4096, nbd::MAX_PAYLOAD] {
-                                d.extend_from_slice(&v.to_be_bytes());
-                            }
-                            nbd::option_reply(w, opt, nbd::REP_INFO, &d)?;
-                        }
-                        nbd::option_reply(w, opt, nbd::REP_ACK, &[])?;
-                        if opt == nbd::OPT_GO {
-                            return Ok(Some(e));
-                        }
-                    }
-                },
-            },
+            nbd::OPT_INFO | nbd::OPT_GO => {
+                let chosen = info(w, opt, &data, exports)?;
+                if opt == nbd::OPT_GO && chosen.is_some() {
+                    return Ok(chosen);
+                }
+            }
             _ => nbd::option_reply(w, opt, nbd::REP_ERR_UNSUP, &[])?,
         }
     }
+}
+
+/// Answers NBD_OPT_INFO or NBD_OPT_GO: the export, if it exists.
+fn info(
+    w: &mut impl Write,
+    opt: u32,
+    data: &[u8],
+    exports: &[Arc<Export>],
+) -> io::Result<Option<Arc<Export>>> {
+    let Some((name, infos)) = nbd::parse_go(data) else {
+        nbd::option_reply(w, opt, nbd::REP_ERR_INVALID, &[])?;
+        return Ok(None);
+    };
+    let Some(e) = exports.iter().find(|e| e.name == name) else {
+        nbd::option_reply(w, opt, nbd::REP_ERR_UNKNOWN, &[])?;
+        return Ok(None);
+    };
+    let mut d = nbd::INFO_EXPORT.to_be_bytes().to_vec();
+    d.extend_from_slice(&e.size.to_be_bytes());
+    d.extend_from_slice(&transmission_flags(e).to_be_bytes());
+    nbd::option_reply(w, opt, nbd::REP_INFO, &d)?;
+    if infos.contains(&nbd::INFO_BLOCK_SIZE) {
+        let mut d = nbd::INFO_BLOCK_SIZE.to_be_bytes().to_vec();
+        for v in [512u32, 4096, nbd::MAX_PAYLOAD] {
+            d.extend_from_slice(&v.to_be_bytes());
+        }
+        nbd::option_reply(w, opt, nbd::REP_INFO, &d)?;
+    }
+    nbd::option_reply(w, opt, nbd::REP_ACK, &[])?;
+    Ok(Some(e.clone()))
 }
 
 /// Reads and throws away `n` bytes of payload.
