@@ -73,6 +73,9 @@ pub const JOBS: &[Job] = &[
     job("seq-write-4k-qd1", Rw::Write, 4 * KIB, 1, 0),
     job("rand-read-4k-qd1", Rw::RandRead, 4 * KIB, 1, 0),
     job("rand-read-4k-qd8", Rw::RandRead, 4 * KIB, 8, 0),
+    // QEMU's NBD client keeps at most 16 requests in flight per
+    // connection: what a guest's depth 32 becomes at the device server.
+    job("rand-read-4k-qd16", Rw::RandRead, 4 * KIB, 16, 0),
     job("rand-read-4k-qd32", Rw::RandRead, 4 * KIB, 32, 0),
     job("rand-write-4k-qd1", Rw::RandWrite, 4 * KIB, 1, 0),
     job("seq-read-1m-qd4", Rw::Read, 1024 * KIB, 4, 0),
