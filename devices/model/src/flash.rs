@@ -84,6 +84,14 @@ impl Flash {
         )
     }
 
+    /// No device at all: every command completes when it arrives, 1023 at
+    /// once.
+    pub fn null() -> Self {
+        let mut f = Flash::new("null", 1023, 1, (0, 0), (1e12, 1e12), 1 << 40);
+        f.flush_latency = 0;
+        f
+    }
+
     /// A SATA SSD of the Samsung PM851 128 GB class: NCQ's 32 tags, 8
     /// commands in parallel (its channels), 80 µs to read a page and
     /// 45 µs to take a write into its buffer, and the link's 530 MB/s for

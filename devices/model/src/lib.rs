@@ -186,26 +186,66 @@ pub fn lcg_next(x: u64) -> u64 {
         .wrapping_add(1442695040888963407)
 }
 
-/// Every model by the name the device server and the job table use:
-/// `hdd-7200`, `hdd-raptor`, `sata-ssd`, `nvme`, `emmc`. `ncq` overrides a
-/// disk's command queue depth (1: no command queueing); flash devices
-/// ignore it.
-pub fn by_name(name: &str, ncq: Option<usize>) -> Option<Box<dyn Device + Send>> {
+/// How a model is set up beyond its name.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Setup {
+    /// A disk's command queue depth (1: no command queueing); flash
+    /// devices ignore it.
+    pub ncq: Option<usize>,
+    /// Latency the path to the device adds outside the model (a guest's
+    /// kernel, QEMU, NBD), taken off each command's own latency (down to
+    /// 0), so that path and model together take about what the model
+    /// alone does.
+    pub path_latency: Nanos,
+}
+
+/// Every model by the name the device server and the job table use
+/// ([`MODELS`], and `null`), set up as `setup` says.
+///
+/// `null` completes every command when it arrives: with it, what a client
+/// measures is the path to the device alone.
+pub fn build(name: &str, setup: Setup) -> Option<Box<dyn Device + Send>> {
+    let pl = setup.path_latency;
     let hdd = |mut spec: hdd::HddSpec| {
-        if let Some(n) = ncq {
+        if let Some(n) = setup.ncq {
             spec.ncq_depth = n.max(1);
         }
+        spec.read_overhead = spec.read_overhead.saturating_sub(pl);
+        spec.write_overhead = spec.write_overhead.saturating_sub(pl);
         Box::new(hdd::Hdd::new(spec)) as Box<dyn Device + Send>
+    };
+    let flash = |mut f: flash::Flash| {
+        f.read_latency = f.read_latency.saturating_sub(pl);
+        f.write_latency = f.write_latency.saturating_sub(pl);
+        f.flush_latency = f.flush_latency.saturating_sub(pl);
+        Box::new(f) as Box<dyn Device + Send>
     };
     Some(match name {
         "hdd-7200" => hdd(hdd::HddSpec::hd103sj()),
         "hdd-raptor" => hdd(hdd::HddSpec::raptor()),
-        "sata-ssd" => Box::new(flash::Flash::sata_ssd()),
-        "nvme" => Box::new(flash::Flash::nvme()),
-        "emmc" => Box::new(emmc::Emmc::galaxy_s()),
+        "sata-ssd" => flash(flash::Flash::sata_ssd()),
+        "nvme" => flash(flash::Flash::nvme()),
+        "null" => flash(flash::Flash::null()),
+        "emmc" => {
+            let mut e = emmc::Emmc::galaxy_s();
+            e.read_latency = e.read_latency.saturating_sub(pl);
+            e.write_latency = e.write_latency.saturating_sub(pl);
+            Box::new(e)
+        }
         _ => return None,
     })
 }
 
-/// The names [`by_name`] knows.
+/// [`build`] with only the command queue depth set.
+pub fn by_name(name: &str, ncq: Option<usize>) -> Option<Box<dyn Device + Send>> {
+    build(
+        name,
+        Setup {
+            ncq,
+            ..Setup::default()
+        },
+    )
+}
+
+/// The calibrated models [`build`] knows (it also knows `null`).
 pub const MODELS: [&str; 5] = ["hdd-7200", "hdd-raptor", "sata-ssd", "nvme", "emmc"];

@@ -270,3 +270,24 @@ fn any_command_sequence_completes_every_command() {
         }
     }
 }
+
+#[test]
+fn path_latency_comes_off_each_command_and_null_takes_no_time() {
+    use ironlift_devmodel::{build, Setup};
+    let cached_read = |path_latency| {
+        let mut d = build(
+            "hdd-7200",
+            Setup {
+                path_latency,
+                ..Setup::default()
+            },
+        )
+        .unwrap();
+        let t = one(d.as_mut(), 0, read(0, 8));
+        one(d.as_mut(), t, read(8, 8)) - t
+    };
+    assert_eq!(cached_read(0) - cached_read(100_000), 100_000);
+    let mut n = build("null", Setup::default()).unwrap();
+    assert_eq!(one(n.as_mut(), 1234, read(0, 2048)), 1234);
+    assert_eq!(one(n.as_mut(), 2000, Command::new(Op::Flush, 0, 0)), 2000);
+}

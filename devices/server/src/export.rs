@@ -14,6 +14,10 @@ use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+/// Replies a connection may have outstanding before the server stops
+/// reading its requests (QEMU keeps 16 in flight).
+pub const MAX_IN_FLIGHT: usize = 256;
+
 /// The server's clock: nanoseconds since it started.
 #[derive(Clone, Copy, Debug)]
 pub struct Clock(Instant);
@@ -56,16 +60,21 @@ impl Conn {
         w.write_all(data)
     }
 
+    /// One more reply to send; waits while the client has
+    /// [`MAX_IN_FLIGHT`] outstanding (it is not reading its replies).
     fn add(&self) {
-        *lock(&self.outstanding) += 1;
+        let n = lock(&self.outstanding);
+        let mut n = self
+            .drained
+            .wait_while(n, |n| *n >= MAX_IN_FLIGHT)
+            .unwrap_or_else(|e| e.into_inner());
+        *n += 1;
     }
 
     fn sent(&self) {
         let mut n = lock(&self.outstanding);
         *n = n.saturating_sub(1);
-        if *n == 0 {
-            self.drained.notify_all();
-        }
+        self.drained.notify_all();
     }
 
     /// Waits until every modelled reply is sent (at most `limit`).

@@ -14,7 +14,8 @@
 //!
 //! ```text
 //! ironlift-blkserve --device hdd-7200 --socket SOCK --backing FILE --size-mb N \
-//!     --stats FILE [--ncq-depth N] [--name NAME] [--log FILE] [--spin-us N] [--exit-when-idle]
+//!     --stats FILE [--ncq-depth N] [--name NAME] [--log FILE] [--spin-us N] \
+//!     [--path-latency-us N] [--exit-when-idle]
 //! ```
 //!
 //! or several, each its own disk (`--export` repeated):
@@ -23,6 +24,13 @@
 //! ironlift-blkserve --socket SOCK --stats FILE \
 //!     --export NAME=DEVICE,BACKING,SIZE_MB[,ncq=N] ...
 //! ```
+//!
+//! `--path-latency-us` takes the latency of the path from the client's
+//! application to the server (a guest's kernel, QEMU, NBD) off each
+//! command's modelled latency, so that the application sees about the
+//! model's figures rather than the path's on top of them; measure it as
+//! the round trip on a `null` export, which completes every command on
+//! arrival.
 //!
 //! The socket appears only once the server listens (it is bound under
 //! another name and renamed), and the server then prints one line,
@@ -39,7 +47,7 @@ mod export;
 mod nbd;
 
 use export::{stats_json, Clock, Export};
-use ironlift_devmodel::{by_name, Nanos, MODELS, SECTOR_BYTES};
+use ironlift_devmodel::{build, Nanos, Setup, MODELS, SECTOR_BYTES};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Write};
 use std::os::unix::fs::FileTypeExt;
@@ -65,13 +73,15 @@ struct Args {
     stats: PathBuf,
     log: Option<PathBuf>,
     spin_us: u64,
+    path_latency_us: u64,
     exit_when_idle: bool,
     exports: Vec<ExportArg>,
 }
 
 const USAGE: &str = "usage: ironlift-blkserve --socket SOCK --stats FILE \
 (--device NAME --backing FILE --size-mb N [--ncq-depth N] [--name EXPORT] | \
---export NAME=DEVICE,BACKING,SIZE_MB[,ncq=N]...) [--log FILE] [--spin-us N] [--exit-when-idle]";
+--export NAME=DEVICE,BACKING,SIZE_MB[,ncq=N]...) [--log FILE] [--spin-us N] \
+[--path-latency-us N] [--exit-when-idle]";
 
 fn parse_export(v: &str) -> Result<ExportArg, String> {
     let bad = || format!("--export {v}: want NAME=DEVICE,BACKING,SIZE_MB[,ncq=N]");
@@ -123,6 +133,7 @@ fn parse_args(argv: &[String]) -> Result<Args, String> {
             "--stats" => a.stats = v.into(),
             "--log" => a.log = Some(v.into()),
             "--spin-us" => a.spin_us = num(v)?,
+            "--path-latency-us" => a.path_latency_us = num(v)?,
             "--device" => device = Some(v.clone()),
             "--backing" => backing = Some(PathBuf::from(v)),
             "--size-mb" => size = Some(num(v)?),
@@ -158,12 +169,17 @@ fn parse_args(argv: &[String]) -> Result<Args, String> {
 /// Opens (creating or extending) the backing file and builds the export.
 fn make_export(
     e: &ExportArg,
+    path_latency: Nanos,
     clock: Clock,
     log: &Option<Arc<Mutex<BufWriter<File>>>>,
 ) -> Result<Arc<Export>, String> {
-    let model = by_name(&e.device, e.ncq).ok_or_else(|| {
+    let setup = Setup {
+        ncq: e.ncq,
+        path_latency,
+    };
+    let model = build(&e.device, setup).ok_or_else(|| {
         format!(
-            "export {}: unknown device {} (known: {})",
+            "export {}: unknown device {} (known: {}, null)",
             e.name,
             e.device,
             MODELS.join(", ")
@@ -257,7 +273,7 @@ fn run(args: Args) -> Result<(), String> {
     let exports = args
         .exports
         .iter()
-        .map(|e| make_export(e, clock, &log))
+        .map(|e| make_export(e, args.path_latency_us * 1000, clock, &log))
         .collect::<Result<Vec<_>, _>>()?;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
@@ -335,6 +351,11 @@ mod tests {
                 .unwrap();
         assert_eq!(a.exports[0].name, "hdd-7200");
         assert_eq!(a.exports[0].ncq, Some(1));
+        assert_eq!((a.spin_us, a.path_latency_us), (100, 0));
+        let a =
+            args("--device emmc --socket s --backing b --size-mb 1 --stats j --path-latency-us 80")
+                .unwrap();
+        assert_eq!(a.path_latency_us, 80);
         let a = args(
             "--socket s --stats j --export r0=hdd-raptor,b0,8 --export r1=hdd-raptor,b1,8,ncq=4",
         )

@@ -351,6 +351,33 @@ fn data_reads_back_bad_requests_get_errors_and_timing_follows_the_model() {
 }
 
 #[test]
+fn a_null_export_answers_at_once() {
+    // What the path alone costs: the round trip on a device that takes no
+    // time (here a debug build's, on a shared host).
+    let srv = Server::start(
+        "null",
+        &[
+            "--device",
+            "null",
+            "--backing",
+            "DIR/n",
+            "--size-mb",
+            "4",
+            "--path-latency-us",
+            "50",
+        ],
+    );
+    let mut s = srv.connect();
+    open(&mut s, "null");
+    let mut rts: Vec<Duration> = (0..200)
+        .map(|i| call(&mut s, READ, i * 4096, 4096, &[]).2)
+        .collect();
+    rts.sort_unstable();
+    eprintln!("null export: 4 KiB read round trip median {:?}", rts[100]);
+    assert!(rts[100] < Duration::from_millis(2), "{:?}", rts[100]);
+}
+
+#[test]
 fn garbage_closes_the_connection_and_the_server_lives_on() {
     let srv = Server::start(
         "garbage",
