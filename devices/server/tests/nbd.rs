@@ -348,6 +348,45 @@ fn data_reads_back_bad_requests_get_errors_and_timing_follows_the_model() {
     // The log has a header and a line per modelled request.
     assert_eq!(log.lines().count(), 1 + 61, "{log}");
     assert!(log.starts_with("export,op,offset,length,arrived_ns,model_ns,sent_ns,lag_us"));
+    replay_matches_the_model(&log, "hdd-7200");
+}
+
+/// The same requests at the same arrival times through a fresh model
+/// complete when the server said the model completed them, and no reply
+/// went out before its modelled completion.
+fn replay_matches_the_model(log: &str, device: &str) {
+    use ironlift_devmodel::{by_name, Command, Op};
+    let mut rows: Vec<(u64, Command, u64, u64)> = log
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            let n = |i: usize| f[i].parse::<u64>().unwrap();
+            let op = match f[1] {
+                "read" => Op::Read,
+                "write" => Op::Write,
+                "flush" => Op::Flush,
+                _ => Op::Discard,
+            };
+            let cmd = Command::new(op, n(2) / 512, n(3).div_ceil(512) as u32);
+            (n(4), cmd, n(5), n(6))
+        })
+        .collect();
+    rows.sort_by_key(|r| r.0);
+    let mut dev = by_name(device, None).unwrap();
+    for (arrived, cmd, _, _) in &rows {
+        dev.submit(*arrived, *cmd);
+    }
+    let mut done = Vec::new();
+    while let Some(t) = dev.next_event() {
+        dev.poll(t, &mut done);
+    }
+    assert_eq!(done.len(), rows.len());
+    for c in done {
+        let (_, _, model, sent) = rows[c.id as usize];
+        assert_eq!(c.at, model, "request {} of the log", c.id);
+        assert!(sent >= model, "request {} replied early", c.id);
+    }
 }
 
 #[test]
