@@ -5,6 +5,7 @@
 //! then the in-guest KTAP suite, [`test`]). The other commands are their
 //! steps. This file parses the command line ([`flags`]) and dispatches.
 
+mod blkserve;
 mod chart;
 mod clippy;
 mod deps;
