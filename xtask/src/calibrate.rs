@@ -12,6 +12,7 @@ use crate::util::{self, note, step};
 use crate::{blkserve, guest, qemu};
 use anyhow::{bail, Result};
 use ironlift_devmodel::jobs::{self, Job, Metric, Rw, JOBS, RAMP, RUNTIME, TOLERANCE};
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 use std::time::Duration;
@@ -172,10 +173,9 @@ fn measured(runs: &Path, id: &str, m: Metric) -> Result<f64, String> {
         .map_err(|e| format!("{e:#}"))
 }
 
-/// `cargo xtask devices`.
-pub fn run(o: &DevicesCmd) -> Result<()> {
-    let root = util::repo_root();
-    let all = devices::load(&root)?;
+/// The devices `--devices` names, or every emulated one; each must be
+/// emulated.
+fn selected(o: &DevicesCmd, all: &BTreeMap<String, Device>) -> Result<Vec<(String, Device)>> {
     let names: Vec<String> = match &o.devices {
         Some(d) => d.clone(),
         None => all
@@ -184,12 +184,20 @@ pub fn run(o: &DevicesCmd) -> Result<()> {
             .map(|(n, _)| n.clone())
             .collect(),
     };
-    let used = devices::pick(&all, names.iter().map(String::as_str))?;
+    let used = devices::pick(all, names.iter().map(String::as_str))?;
     if let Some((n, _)) = used.iter().find(|(_, d)| d.model.is_none()) {
         bail!(
             "device {n:?} is not an emulated disk (no model table in configs/devices/guest.toml)"
         );
     }
+    Ok(used)
+}
+
+/// `cargo xtask devices`.
+pub fn run(o: &DevicesCmd) -> Result<()> {
+    let root = util::repo_root();
+    let used = selected(o, &devices::load(&root)?)?;
+    let names: Vec<&str> = used.iter().map(|(n, _)| n.as_str()).collect();
     let (tsv, mut rows) = plan(&used);
     let p = guest::prepare(&o.k, &o.g)?;
     let out = match &o.out {

@@ -145,6 +145,10 @@ pub struct Test {
     /// debug kernel (KASAN, lockdep, kmemleak...); for quick iterations
     #[arg(long, conflicts_with = "debug_kernel")]
     pub no_debug_kernel: bool,
+    /// Also run the in-guest tests of the emulated disks (ext4 and XFS on
+    /// each, md RAID5 over four): starts their device servers; minutes more
+    #[arg(long)]
+    pub emulated_devices: bool,
     /// Only these in-guest tests (comma-separated names)
     #[arg(long, value_delimiter = ',')]
     pub only: Option<Vec<String>>,
