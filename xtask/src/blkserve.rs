@@ -490,4 +490,37 @@ mod tests {
             .exists());
         let _ = fs::remove_dir_all(&dir);
     }
+
+    #[test]
+    fn a_built_server_starts_answers_ready_and_stops_with_stats() {
+        // The binary `cargo build -p ironlift-blkserve` leaves; this test
+        // does not build it.
+        let root = util::repo_root().join("target");
+        let Some(bin) = ["release", "debug"]
+            .iter()
+            .map(|p| root.join(p).join("ironlift-blkserve"))
+            .find(|p| p.exists())
+        else {
+            eprintln!("no built ironlift-blkserve in target/; not checked");
+            return;
+        };
+        let dir = std::env::temp_dir().join(format!("xtask-serve-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let mut m = raptors();
+        m.size_mb = 16;
+        let out = dir.join("out");
+        let servers = start(&bin, &dir, &out, &[("hdd-raptor".to_string(), m)]).unwrap();
+        let sock = dir
+            .join("disks")
+            .join(format!("serve-{}", std::process::id()))
+            .join("hdd-raptor.sock");
+        assert!(sock.exists());
+        assert!(servers.qemu_args()[1].contains(&sock.display().to_string()));
+        let lags = servers.stop().unwrap();
+        assert_eq!(lags.len(), 1);
+        assert_eq!(lags[0].requests, 0);
+        assert!(stats_path(&out, "hdd-raptor").exists());
+        assert!(!sock.exists());
+        let _ = fs::remove_dir_all(&dir);
+    }
 }
