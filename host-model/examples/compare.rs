@@ -11,19 +11,21 @@
 //! cargo run --release -p ironlift-host-model --example compare
 //! ```
 
-use ironlift_host_model::device::{Device, Fixed, Flash, Hdd};
+use ironlift_host_model::device::{by_name, Device, Emmc, Fixed, Flash};
 use ironlift_host_model::scenario::{alone_time, fio, run, startup_time, Scheduler};
 use ironlift_host_model::sim::{Machine, SEC};
 
 type MakeDevice = fn() -> Box<dyn Device>;
 
-const DEVICES: [MakeDevice; 5] = [
+const DEVICES: [MakeDevice; 6] = [
     // The guest's nullb-slow, completions up to 20 µs late.
     || Box::new(Fixed::guest("nullb-slow").with_jitter(20_000)),
     || Box::new(Flash::nvme()),
     || Box::new(Flash::sata_ssd()),
-    || Box::new(Flash::emmc()),
-    || Box::new(Hdd::disk_7200()),
+    || Box::new(Emmc::galaxy_s()),
+    // The 7200 rpm disk without command queueing, and with NCQ's 32.
+    || by_name("hdd-7200", Some(1)).expect("a known model"),
+    || by_name("hdd-7200", None).expect("a known model"),
 ];
 
 fn machine(dev: &dyn Device) -> Machine {

@@ -4,8 +4,9 @@
 //! `ironlift-policy` crate, the same source), against device models, in a
 //! deterministic discrete-event simulation of blk-mq around them.
 //!
-//! - [`device`]: null_blk with a fixed completion time, NVMe, SATA SSD and
-//!   eMMC flash, and a hard disk with seeks and rotation.
+//! - [`device`]: null_blk with a fixed completion time, and
+//!   `ironlift-devmodel`'s NVMe, SATA SSD, eMMC and hard disks (seeks,
+//!   rotation, caches, command queueing).
 //! - [`guest`]: the guest's null_blk devices (configs/devices/guest.toml),
 //!   which the null_blk models of its devices are made from.
 //! - [`sim`]: scheduler tags, the device's depth, back merges, the dispatch

@@ -11,13 +11,13 @@
 //! `TimedLog`, deferred while nothing is queued), unless told to hand them
 //! over at once.
 
-use crate::device::Device;
+use crate::device::{Command, Completion, Device, Id};
 use ironlift_policy::bfq::{Bfq, IssuerSlot, ReqSlot};
 use ironlift_policy::deadline::{Deadline, Slot};
 use ironlift_policy::sched::{Core, Effect, SchedPolicy, Shared};
 use ironlift_policy::{IoPrio, Nanos, Op, PrioClass, RequestDesc, TunableError, NSEC_PER_MSEC};
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::sync::atomic::AtomicU64;
 
 /// The BFQ-like policy over vectors.
@@ -71,8 +71,9 @@ pub struct Reader {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Ev {
-    /// Device slot `slot` completes its request.
-    Complete(usize),
+    /// The device has a completion or a decision due
+    /// ([`Device::next_event`]).
+    Device,
     /// Reader submits its next bio.
     Submit(usize),
     /// The idle timer (the module's hrtimer) of generation `gen`.
@@ -146,6 +147,11 @@ pub struct Sim<P: SchedPolicy> {
     reqs: Vec<Option<Req>>,
     /// The request (tag) in each of the device's slots.
     device: Vec<Option<usize>>,
+    /// The slot of each command on the device, by the device's number.
+    slot_of: HashMap<Id, usize>,
+    /// When the next [`Ev::Device`] is due, if one is.
+    device_due: Option<Nanos>,
+    completions: Vec<Completion>,
     /// How many of them hold one.
     busy: usize,
     /// By tag: dispatched by the policy and not yet completed.
@@ -223,6 +229,9 @@ impl<P: SchedPolicy> Sim<P> {
             events: BinaryHeap::new(),
             reqs: (0..m.sched_tags).map(|_| None).collect(),
             device: vec![None; depth],
+            slot_of: HashMap::new(),
+            device_due: None,
+            completions: Vec::new(),
             busy: 0,
             out: vec![false; m.sched_tags],
             dispatch_list: VecDeque::new(),
@@ -324,7 +333,7 @@ impl<P: SchedPolicy> Sim<P> {
             self.now = t;
             match ev {
                 Ev::Submit(r) => self.submit(r),
-                Ev::Complete(slot) => self.complete(slot),
+                Ev::Device => self.device_event(),
                 Ev::Timer(g) if g == self.timer_gen && self.timer_at.is_some() => {
                     self.timer_at = None;
                     self.run_queue();
@@ -480,9 +489,42 @@ impl<P: SchedPolicy> Sim<P> {
         self.device[slot] = Some(t);
         self.busy += 1;
         let q = self.reqs[t].as_ref().expect("a started request exists");
-        let done = self.dev.start(self.now, q.sector, q.sectors, Op::Read);
-        self.at(done, Ev::Complete(slot));
+        let id = self
+            .dev
+            .submit(self.now, Command::new(Op::Read, q.sector, q.sectors));
+        self.slot_of.insert(id, slot);
+        self.watch_device();
         true
+    }
+
+    /// An [`Ev::Device`] at the device's next event, unless one is due by
+    /// then.
+    fn watch_device(&mut self) {
+        let Some(t) = self.dev.next_event() else {
+            return;
+        };
+        let t = t.max(self.now);
+        if self.device_due.is_none_or(|due| t < due) {
+            self.device_due = Some(t);
+            self.at(t, Ev::Device);
+        }
+    }
+
+    /// The device's completions due now, in the order it made them.
+    fn device_event(&mut self) {
+        if self.device_due.is_some_and(|due| due <= self.now) {
+            self.device_due = None;
+        }
+        let mut done = std::mem::take(&mut self.completions);
+        done.clear();
+        self.dev.poll(self.now, &mut done);
+        for c in &done {
+            if let Some(slot) = self.slot_of.remove(&c.id) {
+                self.complete(slot);
+            }
+        }
+        self.completions = done;
+        self.watch_device();
     }
 
     /// `blk_mq_sched_dispatch_requests()`: the dispatch list first; then

@@ -5,8 +5,35 @@
 
 say() { echo "IRONLIFT: $*"; }
 
-# Kernel name of a /dev path: /dev/nvme0n1 -> nvme0n1.
-devname() { basename "$1"; }
+# Kernel name of a /dev path: /dev/nvme0n1 -> nvme0n1, and an emulated
+# disk's link /dev/ironlift/h7200 -> the sdX or vdX it points to.
+devname() { basename "$(readlink -f "$1")"; }
+
+# Links /dev/ironlift/<id> to every disk whose ATA model or virtio serial
+# is ironlift-<id>: the emulated disks of configs/devices/guest.toml, whose
+# sdX names depend on the order the guest probes its AHCI controllers in.
+link_tagged_disks() {
+	local b tag
+	mkdir -p /dev/ironlift
+	for b in /sys/block/*; do
+		tag=$(cat "$b/device/model" "$b/serial" 2>/dev/null | grep -o 'ironlift-[A-Za-z0-9-]*' | head -1)
+		[ -n "$tag" ] && ln -sfn "/dev/$(basename "$b")" "/dev/ironlift/${tag#ironlift-}"
+	done
+	return 0
+}
+
+# Waits up to 5 s for each block device given (linking the emulated ones).
+wait_devices() {
+	local dev i
+	for dev in "$@"; do
+		for i in $(seq 50); do
+			case "$dev" in /dev/ironlift/*) link_tagged_disks ;; esac
+			[ -b "$dev" ] && break
+			sleep 0.1
+		done
+		[ -b "$dev" ] || { say "device $dev missing"; return 1; }
+	done
+}
 
 # Schedulers a device offers, one per line, without brackets.
 schedulers_of() {
@@ -89,12 +116,8 @@ setup_guest() {
 		fi
 	done
 	make_nullbs || return 1
-	local dev
-	for dev in $DEVICES; do
-		local i
-		for i in $(seq 50); do [ -b "$dev" ] && break; sleep 0.1; done
-		[ -b "$dev" ] || { say "device $dev missing"; return 1; }
-	done
+	# shellcheck disable=SC2086
+	wait_devices $DEVICES ${MODEL_DISKS:-} || return 1
 	say "devices: $DEVICES"
 	say "schedulers on $(devname "${DEVICES%% *}"): $(schedulers_of "${DEVICES%% *}" | tr '\n' ' ')"
 	return 0

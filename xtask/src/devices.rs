@@ -1,5 +1,6 @@
 //! The guest's block devices (`configs/devices/guest.toml`): the disks QEMU
-//! attaches, and the job.env lines that make its null_blk devices.
+//! attaches, the emulated disks the device server answers for, and the
+//! job.env lines that make the null_blk devices.
 
 use anyhow::{bail, Context, Result};
 use serde::de::{MapAccess, Visitor};
@@ -22,6 +23,14 @@ pub struct Device {
     /// results.json).
     #[serde(default, skip_serializing)]
     pub qemu: Option<QemuDisk>,
+    /// For an emulated disk (one or several) that `ironlift-blkserve`
+    /// serves over NBD with a device model's timing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelDisk>,
+    /// Every disk of a device that is several (md RAID members), in the
+    /// order of its drives; `path` is the first. Empty for one disk.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<String>,
 }
 
 /// configfs settings of a null_blk device (see the kernel's
@@ -67,6 +76,121 @@ impl QemuDisk {
     }
 }
 
+/// An emulated disk, or several alike: one `ironlift-blkserve` per entry
+/// serves an export per drive, each its own model of `device` with its own
+/// sparse backing file of `size_mb`. QEMU attaches each export as an NBD
+/// `-blockdev` whose node name is the drive's id, and adds `devices` in
+/// order (controllers before the disks on them). Every `-device` that names
+/// `drive=<id>` is a disk; it carries `model=ironlift-<id>` (ATA) or
+/// `serial=ironlift-<id>` (virtio), which the guest links as
+/// `/dev/ironlift/<id>` (lib.sh `link_tagged_disks`), so the paths do not
+/// depend on the order the guest probes its disks in.
+#[derive(Deserialize, Serialize, Debug, Clone, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ModelDisk {
+    /// The model (`ironlift_devmodel::by_name`).
+    pub device: String,
+    pub size_mb: u64,
+    /// Commands the model queues (NCQ); the model's own default if absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ncq: Option<u32>,
+    /// Microseconds of the guest-to-server path taken off every command's
+    /// modelled latency (`--path-latency-us`).
+    #[serde(default)]
+    pub path_latency_us: u64,
+    #[serde(skip_serializing)]
+    pub devices: Vec<String>,
+}
+
+/// Where the guest links an emulated disk whose drive id is `id`.
+pub const TAGGED_DIR: &str = "/dev/ironlift";
+
+impl ModelDisk {
+    /// The drive ids, in the order of `devices`: one export and one disk
+    /// each.
+    pub fn drive_ids(&self) -> Vec<&str> {
+        self.devices
+            .iter()
+            .flat_map(|d| d.split(','))
+            .filter_map(|p| p.strip_prefix("drive="))
+            .collect()
+    }
+
+    /// Checks the entry against the model crate and the guest's naming
+    /// rules; `paths` are the device's disks in the guest.
+    pub fn validate(&self, paths: &[String]) -> Result<()> {
+        let Some(model) = ironlift_devmodel::by_name(&self.device, None) else {
+            bail!(
+                "no model {:?}; the models: {}, null",
+                self.device,
+                ironlift_devmodel::MODELS.join(", ")
+            );
+        };
+        let cap_mb = (model.capacity() * ironlift_devmodel::SECTOR_BYTES) >> 20;
+        if self.size_mb == 0 || self.size_mb > cap_mb {
+            bail!(
+                "size_mb {} must be 1..={cap_mb} (the {} model's capacity)",
+                self.size_mb,
+                self.device
+            );
+        }
+        if self.ncq == Some(0) {
+            bail!("ncq must be at least 1");
+        }
+        let ids = self.drive_ids();
+        if ids.is_empty() || ids.iter().any(|i| i.is_empty()) {
+            bail!("the devices {:?} name no drive (drive=<id>)", self.devices);
+        }
+        for (i, id) in ids.iter().enumerate() {
+            if ids[..i].contains(id) {
+                bail!("drive {id} named twice");
+            }
+            if !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+                bail!("drive id {id:?}: letters, digits and '-' only (it names an NBD export)");
+            }
+            let line = self
+                .devices
+                .iter()
+                .find(|d| d.split(',').any(|p| p == format!("drive={id}")))
+                .map(String::as_str)
+                .unwrap_or_default();
+            let tag = format!("ironlift-{id}");
+            let tagged = line
+                .split(',')
+                .any(|p| p == format!("model={tag}") || p == format!("serial={tag}"));
+            if !tagged {
+                bail!(
+                    "disk {line:?} needs model={tag} (ATA) or serial={tag} (virtio), \
+                     so that the guest links it as {TAGGED_DIR}/{id}"
+                );
+            }
+            let want = format!("{TAGGED_DIR}/{id}");
+            if paths.get(i) != Some(&want) {
+                bail!(
+                    "the disks' paths must be {TAGGED_DIR}/<drive id> in drive order: \
+                     want {want:?} at {i}, have {:?}",
+                    paths.get(i)
+                );
+            }
+        }
+        if paths.len() != ids.len() {
+            bail!("{} paths for {} drives", paths.len(), ids.len());
+        }
+        Ok(())
+    }
+}
+
+impl Device {
+    /// Every disk of the device in the guest: `paths`, or `path` alone.
+    pub fn disk_paths(&self) -> Vec<String> {
+        if self.paths.is_empty() {
+            vec![self.path.clone()]
+        } else {
+            self.paths.clone()
+        }
+    }
+}
+
 /// The device every benchmark guest makes at `/dev/nullb0`, used or not,
 /// so that each benchmark guest has the same devices.
 pub const BENCH_NULLB0: &str = "nullb";
@@ -101,11 +225,26 @@ pub fn load_in_file_order(root: &Path) -> Result<Vec<(String, Device)>> {
     let InFileOrder(all) =
         toml::from_str(&text).with_context(|| format!("parsing {}", p.display()))?;
     for (name, d) in &all {
-        if d.null_blk.is_some() == d.qemu.is_some() {
-            bail!("device {name:?}: needs either a null_blk or a qemu table, not both or neither");
-        }
+        check(d).with_context(|| format!("{}: device {name:?}", p.display()))?;
     }
     Ok(all)
+}
+
+/// Checks one device's tables.
+fn check(d: &Device) -> Result<()> {
+    let tables = [d.null_blk.is_some(), d.qemu.is_some(), d.model.is_some()];
+    if tables.iter().filter(|&&t| t).count() != 1 {
+        bail!("needs exactly one of a null_blk, a qemu or a model table");
+    }
+    if !d.paths.is_empty() && d.paths[0] != d.path {
+        bail!("path {:?} must be the first of paths {:?}", d.path, d.paths);
+    }
+    if let Some(m) = &d.model {
+        m.validate(&d.disk_paths())?;
+    } else if !d.paths.is_empty() {
+        bail!("only a device with a model table may be several disks (paths)");
+    }
+    Ok(())
 }
 
 /// The file's devices as the TOML parser hands them over: in the file's
@@ -227,6 +366,10 @@ mod tests {
         for (name, d) in &all {
             let one = [(name.clone(), d.clone())];
             match (&d.null_blk, &d.qemu) {
+                _ if d.model.is_some() => {
+                    assert_eq!(nullb_env(&one).unwrap(), "NULLB_DEVICES=''\n");
+                    assert!(d.path.starts_with(TAGGED_DIR), "{name}");
+                }
                 (Some(_), None) => {
                     let env = nullb_env(&one).unwrap();
                     assert!(env.contains("_COMPLETION_NSEC="), "{name}: {env}");
@@ -275,6 +418,66 @@ mod tests {
         assert!(q(&["virtio-blk-pci"]).drive_id().is_err());
         assert!(q(&["nvme,drive=a", "nvme,drive=b"]).drive_id().is_err());
         assert!(q(&["nvme,drive="]).drive_id().is_err());
+    }
+
+    /// A device table as guest.toml would hold it, checked.
+    fn checked(toml_text: &str) -> Result<()> {
+        let InFileOrder(all) = toml::from_str(toml_text)?;
+        for (name, d) in &all {
+            check(d).with_context(|| format!("device {name:?}"))?;
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn model_tables_are_checked() {
+        let ok = r#"
+            [a]
+            path = "/dev/ironlift/d0"
+            kind = "k"
+            [a.model]
+            device = "hdd-7200"
+            size_mb = 64
+            devices = ["ahci,id=x", "ide-hd,drive=d0,bus=x.0,model=ironlift-d0"]
+        "#;
+        checked(ok).unwrap();
+        let err = |from: &str, to: &str| {
+            let e = checked(&ok.replace(from, to)).unwrap_err();
+            format!("{e:#}")
+        };
+        assert!(err("hdd-7200", "hdd-9000").contains("no model \"hdd-9000\""));
+        assert!(err("size_mb = 64", "size_mb = 99999999").contains("capacity"));
+        assert!(err("size_mb = 64", "size_mb = 0").contains("size_mb 0"));
+        assert!(err("size_mb = 64", "size_mb = 64\nncq = 0").contains("ncq"));
+        assert!(err(",model=ironlift-d0", "").contains("needs model=ironlift-d0"));
+        assert!(err("/dev/ironlift/d0", "/dev/sdb").contains("/dev/ironlift/<drive id>"));
+        assert!(err("drive=d0,", "").contains("name no drive"));
+        assert!(err("size_mb = 64", "size_mb = 64\ncolour = 1").contains("colour"));
+        let both = format!("{ok}\n[a.qemu]\nsize_mb = 1\ndevices = [\"nvme,drive=n\"]\n");
+        assert!(format!("{:#}", checked(&both).unwrap_err()).contains("exactly one"));
+        // Several disks: `paths` lists them in drive order.
+        let two = ok
+            .replace(
+                "path = \"/dev/ironlift/d0\"",
+                "path = \"/dev/ironlift/d0\"\npaths = [\"/dev/ironlift/d0\", \"/dev/ironlift/d1\"]",
+            )
+            .replace(
+                "model=ironlift-d0\"]",
+                "model=ironlift-d0\", \"ide-hd,drive=d1,bus=x.1,serial=ironlift-d1\"]",
+            );
+        checked(&two).unwrap();
+        let swapped = two.replace(
+            "[\"/dev/ironlift/d0\", \"/dev/ironlift/d1\"]",
+            "[\"/dev/ironlift/d0\", \"/dev/ironlift/d2\"]",
+        );
+        assert!(
+            format!("{:#}", checked(&swapped).unwrap_err()).contains("want \"/dev/ironlift/d1\"")
+        );
+        let twice = two.replace("drive=d1", "drive=d0");
+        assert!(format!("{:#}", checked(&twice).unwrap_err()).contains("named twice"));
+        let all = load(&crate::util::repo_root()).unwrap();
+        assert_eq!(all["hdd-raptor"].disk_paths().len(), 4);
+        assert_eq!(all["hdd-7200"].disk_paths(), ["/dev/ironlift/h7200"]);
     }
 
     #[test]

@@ -31,6 +31,10 @@ pub enum Cmd {
     QemuBench(QemuBench),
     /// Run the tests: cargo test over the workspace, then the in-guest KTAP suite
     Test(Test),
+    /// Boot a guest with the emulated disks (configs/devices/guest.toml's
+    /// model devices), run ironlift-devmodel's fixed jobs on each with fio
+    /// under `none`, and compare with the models' predictions
+    Devices(DevicesCmd),
     /// Write the kernel additions as a git format-patch series with a cover
     /// letter, check that it applies to 6.12, run checkpatch --strict, then
     /// the kernel's clippy (make CLIPPY=1) over rust/ and the modules
@@ -141,9 +145,27 @@ pub struct Test {
     /// debug kernel (KASAN, lockdep, kmemleak...); for quick iterations
     #[arg(long, conflicts_with = "debug_kernel")]
     pub no_debug_kernel: bool,
+    /// Also run the in-guest tests of the emulated disks (ext4 and XFS on
+    /// each, md RAID5 over four): starts their device servers; minutes more
+    #[arg(long)]
+    pub emulated_devices: bool,
     /// Only these in-guest tests (comma-separated names)
     #[arg(long, value_delimiter = ',')]
     pub only: Option<Vec<String>>,
+}
+
+#[derive(Args)]
+pub struct DevicesCmd {
+    #[command(flatten)]
+    pub k: KernelArgs,
+    #[command(flatten)]
+    pub g: GuestArgs,
+    /// Comma-separated emulated devices [default: every one]
+    #[arg(long, value_delimiter = ',')]
+    pub devices: Option<Vec<String>>,
+    /// Results folder [default: results/<date>-devices]
+    #[arg(long)]
+    pub out: Option<std::path::PathBuf>,
 }
 
 #[derive(Args)]

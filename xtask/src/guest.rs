@@ -84,22 +84,29 @@ impl Prepared {
     }
 
     /// job.env's first lines: the elevator modules to load, the devices the
-    /// job uses (`DEVICES`, the first one first), and every null_blk device
-    /// to make (`made`).
+    /// job uses (`DEVICES`, the first one first), every disk of the
+    /// emulated ones (`MODEL_DISKS`, which the guest links and waits for),
+    /// and every null_blk device to make (`made`).
     pub fn job_env<'a>(
         &self,
         used: impl IntoIterator<Item = &'a Device>,
         made: &[(String, Device)],
     ) -> Result<String> {
+        let used: Vec<&Device> = used.into_iter().collect();
         Ok(format!(
-            "MODULES='{}'\nDEVICES='{}'\n{}",
+            "MODULES='{}'\nDEVICES='{}'\nMODEL_DISKS='{}'\n{}",
             shell_words(
                 self.modules
                     .iter()
                     .filter(|m| m.elevator.is_some())
                     .map(|m| m.path.display().to_string())
             ),
-            shell_words(used.into_iter().map(|d| d.path.clone())),
+            shell_words(used.iter().map(|d| d.path.clone())),
+            shell_words(
+                used.iter()
+                    .filter(|d| d.model.is_some())
+                    .flat_map(|d| d.disk_paths())
+            ),
             devices::nullb_env(made)?,
         ))
     }

@@ -5,6 +5,8 @@
 //! then the in-guest KTAP suite, [`test`]). The other commands are their
 //! steps. This file parses the command line ([`flags`]) and dispatches.
 
+mod blkserve;
+mod calibrate;
 mod chart;
 mod clippy;
 mod deps;
@@ -36,6 +38,7 @@ fn main() {
         Cmd::Modules { k } => modules(&k),
         Cmd::QemuBench(o) => suite::qemu_bench(&o),
         Cmd::Test(t) => test::run(&t),
+        Cmd::Devices(d) => calibrate::run(&d),
         Cmd::Patches(p) => patches::cmd(&p),
         Cmd::Report { path } => suite::report(&path),
         Cmd::Ktap { file, console } => ktap::cmd(&file, console.as_deref()),

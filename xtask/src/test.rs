@@ -5,7 +5,7 @@ use crate::devices;
 use crate::flags::{self, GuestArgs, KernelArgs};
 use crate::guest::{self, shell_words};
 use crate::util::{self, note, step};
-use crate::{fairness, kernel, ktap, qemu};
+use crate::{blkserve, fairness, kernel, ktap, qemu};
 use anyhow::{bail, Context, Result};
 use std::fs;
 use std::process::Command;
@@ -26,6 +26,18 @@ const GUEST_TESTS: &[&str] = &[
     "short_lived_procs",
     "kmemleak",
 ];
+
+/// The in-guest tests of the emulated disks, which boot device servers and
+/// take minutes on modelled disks: run with `--emulated-devices` or named
+/// by `--only`, not by default.
+const EMULATED_TESTS: &[&str] = &["emulated_fs_verify", "emulated_md_raid5"];
+
+/// The emulated devices the file-system test uses (`EMULATED_DEVS`: the
+/// first disk of each).
+const EMULATED_DEVICES: &[&str] = &["hdd-7200", "sata-ssd", "emmc"];
+
+/// The md RAID test's device: its disks are `RAID_DEVS`.
+const RAID_DEVICE: &str = "hdd-raptor";
 
 /// The devices (names in configs/devices/guest.toml) every scheduler is
 /// tested on (`DEVICES`): nullb0 memory backed, NVMe and virtio.
@@ -67,16 +79,25 @@ pub fn run(t: &flags::Test) -> Result<()> {
     let tests: Vec<String> = match &t.only {
         Some(only) => {
             for x in only {
-                if !GUEST_TESTS.contains(&x.as_str()) {
+                if !GUEST_TESTS.contains(&x.as_str()) && !EMULATED_TESTS.contains(&x.as_str()) {
                     bail!(
-                        "no in-guest test {x:?}; there are: {}",
-                        GUEST_TESTS.join(", ")
+                        "no in-guest test {x:?}; there are: {}, {}",
+                        GUEST_TESTS.join(", "),
+                        EMULATED_TESTS.join(", ")
                     );
                 }
             }
             only.clone()
         }
-        None => GUEST_TESTS.iter().map(|s| s.to_string()).collect(),
+        None => GUEST_TESTS
+            .iter()
+            .chain(if t.emulated_devices {
+                EMULATED_TESTS
+            } else {
+                &[]
+            })
+            .map(|s| s.to_string())
+            .collect(),
     };
     let flavors: &[kernel::Flavor] = if t.host_only {
         &[]
@@ -129,6 +150,12 @@ fn guest_tests(k: &KernelArgs, g: &GuestArgs, tests: &[String]) -> Result<GuestO
     let all = devices::load(&root)?;
     let used = devices::pick(&all, DEVICES.iter().copied())?;
     let made = devices::pick(&all, [DEVICES[0], SLOW_DEVICE, STARVE_DEVICE])?;
+    let emulated = tests.iter().any(|t| EMULATED_TESTS.contains(&t.as_str()));
+    let models = if emulated {
+        devices::pick(&all, EMULATED_DEVICES.iter().chain([&RAID_DEVICE]).copied())?
+    } else {
+        Vec::new()
+    };
     let selftest = p
         .modules
         .iter()
@@ -139,7 +166,8 @@ fn guest_tests(k: &KernelArgs, g: &GuestArgs, tests: &[String]) -> Result<GuestO
         out.join("job.env"),
         format!(
             "{}SELFTEST_MODULE='{}'\nSCHEDULERS='{}'\nTESTS='{}'\n\
-             SLOW_DEV='{}'\nSTARVE_DEV='{}'\nFAIRNESS_SCHEDULERS='{}'\nKERNEL_FLAVOR='{}'\n",
+             SLOW_DEV='{}'\nSTARVE_DEV='{}'\nFAIRNESS_SCHEDULERS='{}'\nKERNEL_FLAVOR='{}'\n\
+             EMULATED_DEVS='{}'\nRAID_DEVS='{}'\n",
             p.job_env(used.iter().map(|(_, d)| d), &made)?,
             selftest,
             shell_words(p.all_schedulers()),
@@ -148,8 +176,21 @@ fn guest_tests(k: &KernelArgs, g: &GuestArgs, tests: &[String]) -> Result<GuestO
             made[2].1.path,
             shell_words(fairness_schedulers(&p.elevators())),
             p.kernel.flavor.name(),
+            shell_words(
+                models
+                    .iter()
+                    .filter(|(n, _)| n != RAID_DEVICE)
+                    .map(|(_, d)| d.path.clone())
+            ),
+            shell_words(
+                models
+                    .iter()
+                    .filter(|(n, _)| n == RAID_DEVICE)
+                    .flat_map(|(_, d)| d.disk_paths())
+            ),
         ),
     )?;
+    let servers = blkserve::start_for(k, &out, models.iter().map(|(n, d)| (n, d)))?;
     step(&format!(
         "In-guest tests ({} kernel, {}): {}",
         p.kernel.flavor.name(),
@@ -181,9 +222,11 @@ fn guest_tests(k: &KernelArgs, g: &GuestArgs, tests: &[String]) -> Result<GuestO
         } else {
             String::new()
         },
+        qemu_extra: servers.as_ref().map(|s| s.qemu_args()).unwrap_or_default(),
         ..p.boot(g, "test", &out, Duration::from_secs(timeout))
     };
     let r = boot.run()?;
+    let lags = servers.map(|s| s.stop()).transpose();
     note(&format!(
         "guest ran for {}",
         util::human_secs(r.wall.as_secs())
@@ -195,6 +238,11 @@ fn guest_tests(k: &KernelArgs, g: &GuestArgs, tests: &[String]) -> Result<GuestO
     println!("{} kernel: {report}", p.kernel.flavor.name());
     let mut problems = Vec::new();
     let which = p.kernel.flavor.name();
+    match lags {
+        Ok(Some(l)) => println!("device servers' lag:\n{}", blkserve::lag_markdown(&l)),
+        Ok(None) => {}
+        Err(e) => problems.push(format!("{which} kernel: {e:#}")),
+    }
     let fairness = fairness::collect(&out, p.kernel.flavor.name());
     match &fairness {
         Ok(Some(table)) => println!(
@@ -251,6 +299,15 @@ mod tests {
             .expect("ALL_TESTS in tests.sh");
         let names: Vec<&str> = line.trim_end_matches('"').split_whitespace().collect();
         assert_eq!(names, super::GUEST_TESTS);
+        let line = sh
+            .lines()
+            .find_map(|l| l.strip_prefix("EMULATED_TESTS=\""))
+            .expect("EMULATED_TESTS in tests.sh");
+        let names: Vec<&str> = line.trim_end_matches('"').split_whitespace().collect();
+        assert_eq!(names, super::EMULATED_TESTS);
+        for t in super::EMULATED_TESTS {
+            assert!(sh.contains(&format!("\n{t}() {{")), "{t} in tests.sh");
+        }
     }
 
     #[test]
@@ -266,5 +323,10 @@ mod tests {
             .starts_with("NULLB_DEVICES='0 1 9'\n"));
         assert!(made[0].1.null_blk.as_ref().unwrap().memory_backed);
         crate::devices::pick(&all, super::DEVICES.iter().copied()).unwrap();
+        let emulated = crate::devices::pick(&all, super::EMULATED_DEVICES.iter().copied()).unwrap();
+        assert!(emulated
+            .iter()
+            .all(|(_, d)| d.model.is_some() && d.paths.is_empty()));
+        assert_eq!(all[super::RAID_DEVICE].disk_paths().len(), 4);
     }
 }

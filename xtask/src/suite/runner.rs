@@ -7,7 +7,7 @@ use crate::flags::QemuBench;
 use crate::guest::{self, Prepared};
 use crate::results::{Header, RunRecord, Timing};
 use crate::util::{self, note, step};
-use crate::{ktap, qemu};
+use crate::{blkserve, ktap, qemu};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::fs;
@@ -116,13 +116,17 @@ pub fn run<K: Kind>(o: &QemuBench, suite: &Suite) -> Result<()> {
         p.accel.name().to_uppercase()
     ));
     note(&format!("results: {}", out.display()));
+    let servers = blkserve::start_for(&o.k, &out, &used)?;
+    let mut qemu_extra = kind.qemu_extra(&out)?;
+    qemu_extra.extend(servers.as_ref().map(|s| s.qemu_args()).unwrap_or_default());
     let started = guest::now("-Iseconds");
     let boot = qemu::Boot {
-        qemu_extra: kind.qemu_extra(&out)?,
+        qemu_extra,
         ..p.boot(&o.g, "bench", &out, Duration::from_secs(timeout))
     };
     let r = boot.run()?;
     let finished = guest::now("-Iseconds");
+    let lags = servers.map(|s| s.stop()).transpose()?;
     kind.guest_done(&p, &out)?;
 
     let runs_dir = out.join("runs");
@@ -161,7 +165,11 @@ pub fn run<K: Kind>(o: &QemuBench, suite: &Suite) -> Result<()> {
         serde_json::to_string_pretty(&res)?,
     )?;
     K::write_report(&out, &res)?;
+    blkserve::append_to_report(&out)?;
     println!("{}", K::table_markdown(&res));
+    if let Some(lags) = lags.filter(|l| !l.is_empty()) {
+        println!("device servers' lag:\n{}", blkserve::lag_markdown(&lags));
+    }
     note(&format!(
         "report: {}  (wall time {})",
         out.join("report.md").display(),
@@ -231,6 +239,7 @@ pub fn rerender<K: Kind>(file: &Path, text: &str, not_valid: &str) -> Result<()>
     K::reread(&mut res);
     let dir = file.parent().unwrap_or(Path::new("."));
     K::write_report(dir, &res)?;
+    blkserve::append_to_report(dir)?;
     println!("{}", K::table_markdown(&res));
     note(&format!("wrote {}", dir.join("report.md").display()));
     Ok(())
