@@ -214,6 +214,7 @@ impl<S: Scheduler> Elevator for PolicyElevator<S> {
             let Err(rq) = requests.try_merge(locked, rq) else {
                 continue;
             };
+            requests.trace_insert(&rq);
             let desc = RequestDesc {
                 sector: rq.sector(),
                 sectors: rq.sectors(),

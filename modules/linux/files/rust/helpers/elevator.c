@@ -14,6 +14,7 @@
 #include <linux/list.h>
 #include <linux/sched.h>
 #include <linux/timekeeping.h>
+#include <trace/events/block.h>
 #include "../../block/blk.h"
 
 bool rust_helper_rq_mergeable(struct request *rq)
@@ -34,6 +35,11 @@ bool rust_helper_op_is_sync(blk_opf_t op)
 unsigned short rust_helper_req_get_ioprio(struct request *req)
 {
 	return req_get_ioprio(req);
+}
+
+void rust_helper_trace_block_rq_insert(struct request *rq)
+{
+	trace_block_rq_insert(rq);
 }
 
 /*

@@ -328,6 +328,15 @@ impl<T: Elevator> Insertion<'_, T> {
         unsafe { bindings::hrtimer_try_to_cancel(self.data.rerun.get()) };
     }
 
+    /// Reports `rq` to the `block_rq_insert` tracepoint (blktrace's `I`
+    /// event), as C schedulers do for each request they take in, after an
+    /// insert merge, if tried, failed.
+    pub fn trace_insert(&self, rq: &SchedRequest) {
+        // SAFETY: `rq` is a held request of this queue, live while its
+        // handle exists; the tracepoint only reads it.
+        unsafe { bindings::trace_block_rq_insert(rq.ptr.as_ptr()) };
+    }
+
     /// Makes `rq` a back-merge candidate (`elv_rqhash_add()`, and the
     /// one-hit cache `last_merge` if empty), as mq-deadline does for sorted
     /// requests. Does nothing for requests that cannot merge or are already
