@@ -434,7 +434,7 @@ mod tests {
         );
         assert_eq!(
             a.join(" "),
-            "--socket /s/r.sock --stats /o/r.json --path-latency-us 0 \
+            "--socket /s/r.sock --stats /o/r.json --path-latency-us 400 \
              --export r0=hdd-raptor,/s/r0.img,2048,ncq=32 --export r1=hdd-raptor,/s/r1.img,2048,ncq=32 \
              --export r2=hdd-raptor,/s/r2.img,2048,ncq=32 --export r3=hdd-raptor,/s/r3.img,2048,ncq=32"
         );
