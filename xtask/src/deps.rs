@@ -36,7 +36,10 @@ pub const PACKAGES: &[(&str, &str)] = &[
     ("util-linux", "ionice, dmesg in the guest"),
     ("jq", "reading fio's JSON in the guest tests"),
     ("e2fsprogs", "mkfs.ext4 in the guest"),
-    ("xfsprogs", "mkfs.xfs and xfs_repair in the guest (the emulated disks' tests)"),
+    (
+        "xfsprogs",
+        "mkfs.xfs and xfs_repair in the guest (the emulated disks' tests)",
+    ),
     ("mdadm", "md RAID5 over the emulated raptors in the guest"),
     (
         "binutils",

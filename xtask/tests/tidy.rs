@@ -190,7 +190,7 @@ fn long_functions(text: &str) -> Vec<(usize, String, usize)> {
         let name = t
             .split("fn ")
             .nth(1)
-            .and_then(|s| s.split(|c: char| c == '(' || c == '<').next())
+            .and_then(|s| s.split(['(', '<']).next())
             .unwrap_or("?")
             .to_string();
         // Find the body's opening brace (a declaration ends with `;`).
@@ -265,7 +265,7 @@ fn strip_strings(line: &str) -> String {
                     chars.next();
                     chars.next();
                 } else if rest.starts_with('\\') {
-                    while let Some(d) = chars.next() {
+                    for d in chars.by_ref() {
                         if d == '\'' {
                             break;
                         }

@@ -117,7 +117,7 @@ where
             }
         } else if q.heap_id != NO_HEAP {
             let h = q.heap_id as usize;
-            if h < IDLE_HEAP0 || h >= ALL_HEAPS || !q.used {
+            if !(IDLE_HEAP0..ALL_HEAPS).contains(&h) || !q.used {
                 return Err("idle queue in a service heap");
             }
             if q.heap_pos >= s.heap_len[h] || qs[q.heap_pos as usize].heap[h] != qi {
