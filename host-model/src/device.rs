@@ -126,15 +126,8 @@ mod tests {
 
     /// Submits a request at `now`; when it completes.
     fn start(d: &mut dyn Device, now: Nanos, sector: Sector, sectors: u32) -> Nanos {
-        let id = d.submit(now, Command::new(Op::Read, sector, sectors));
-        let mut done = Vec::new();
-        while let Some(t) = d.next_event() {
-            d.poll(t, &mut done);
-            if let Some(c) = done.iter().find(|c| c.id == id) {
-                return c.at;
-            }
-        }
-        panic!("never completed");
+        let cmd = Command::new(Op::Read, sector, sectors);
+        ironlift_devmodel::complete_one(d, now, cmd).expect("never completed")
     }
 
     #[test]

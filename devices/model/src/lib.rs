@@ -126,6 +126,21 @@ impl<D: Device + ?Sized> Device for Box<D> {
     }
 }
 
+/// Submits `cmd` to `dev` at `now` and runs the model until that command
+/// completes: when it did, or `None` if the model went idle without
+/// completing it. Completions of other commands on the way are dropped.
+pub fn complete_one(dev: &mut dyn Device, now: Nanos, cmd: Command) -> Option<Nanos> {
+    let id = dev.submit(now, cmd);
+    let mut done = Vec::new();
+    while let Some(t) = dev.next_event() {
+        dev.poll(t, &mut done);
+        if let Some(c) = done.iter().find(|c| c.id == id) {
+            return Some(c.at);
+        }
+    }
+    None
+}
+
 /// Completions already decided, earliest first; what a device that fixes a
 /// command's completion when it receives it keeps.
 #[derive(Clone, Debug, Default)]

@@ -5,19 +5,11 @@
 use ironlift_devmodel::emmc::Emmc;
 use ironlift_devmodel::hdd::{Hdd, HddSpec};
 use ironlift_devmodel::jobs::{self, find, TARGETS};
-use ironlift_devmodel::{by_name, lcg_next, Command, Completion, Device, Nanos, Op};
+use ironlift_devmodel::{by_name, complete_one, lcg_next, Command, Completion, Device, Nanos, Op};
 
 /// Submits `cmd` at `now` and runs the model until it completes: when.
 fn one(dev: &mut dyn Device, now: Nanos, cmd: Command) -> Nanos {
-    let id = dev.submit(now, cmd);
-    let mut done = Vec::new();
-    while let Some(t) = dev.next_event() {
-        dev.poll(t, &mut done);
-        if let Some(c) = done.iter().find(|c| c.id == id) {
-            return c.at;
-        }
-    }
-    panic!("command {id} never completed");
+    complete_one(dev, now, cmd).unwrap_or_else(|| panic!("{cmd:?} never completed"))
 }
 
 fn read(sector: u64, sectors: u32) -> Command {
