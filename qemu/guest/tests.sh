@@ -9,7 +9,8 @@
 # SLOW_DEV (the slow, shallow null_blk device), STARVE_DEV (read_starvation's
 # device) and FAIRNESS_SCHEDULERS (the schedulers the fairness test judges:
 # rust-bfq once it is built; C bfq is measured beside it as the reference).
-# The emulated-disk tests (EMULATED_TESTS, not in the default list) take
+# The emulated-disk tests (EMULATED_TESTS in tests_emulated.sh, not in the
+# default list) take
 # EMULATED_DEVS (one disk of each single-disk emulated device) and
 # RAID_DEVS (the four hdd-raptor disks).
 # The devices are configs/devices/guest.toml's; setup_guest (lib.sh) made
@@ -21,9 +22,10 @@ KTAP=/run/out/ktap.txt
 : > "$KTAP"
 out() { echo "$*" | tee -a "$KTAP"; }
 fio_q() { fio --minimal --output=/tmp/fio.out "$@" < /dev/null > /tmp/fio.log 2>&1; }
+# The emulated disks' tests (EMULATED_TESTS), in a file of their own.
+. "$(dirname "$(readlink -f "$0")")/tests_emulated.sh"
 
 ALL_TESTS="policy_selftest select_every_scheduler write_verify switch_under_io rmmod_in_use tunables_reject_bad_input nr_requests_under_io read_starvation fairness bfq_tunables short_lived_procs kmemleak"
-EMULATED_TESTS="emulated_fs_verify emulated_md_raid5"
 TESTS=${TESTS:-$ALL_TESTS}
 
 # --- policy_selftest: the policy crate's checks, run inside the kernel by
@@ -667,133 +669,6 @@ kmemleak() {
 		head -20 $KMEMLEAK | while IFS= read -r l; do out "    # $l"; done
 		out "    not ok 1 no_leaks # $n unreferenced objects"
 	fi
-}
-
-# --- Tests of the emulated disks (configs/devices/guest.toml's model
-# devices, which ironlift-blkserve serves with a model's timing). A missing
-# tool or kernel feature fails them with the reason: they run only when
-# asked for (`cargo xtask test --emulated-devices`).
-
-# Fails, saying which, unless every command given is on the PATH (the
-# guest runs the host's binaries: Debian e2fsprogs, xfsprogs, mdadm).
-need_tools() {
-	local t missing=""
-	for t in "$@"; do command -v "$t" >/dev/null 2>&1 || missing="$missing $t"; done
-	[ -z "$missing" ] && return 0
-	echo "not on the host:$missing (Debian: e2fsprogs, xfsprogs, mdadm)"
-	return 1
-}
-
-# Fails, saying so, unless the kernel offers file system $1.
-need_fs() {
-	grep -qw "$1" /proc/filesystems && return 0
-	echo "the kernel has no $1 (configs/kernel/base.config: CONFIG_$(echo "$1" | tr a-z A-Z)_FS)"
-	return 1
-}
-
-# mkfs $1 on $2, mount it, fio writes and verifies two files there, umount,
-# and a read-only check of the file system. Prints why when it fails.
-mkfs_verify() { # ext4|xfs device
-	local fs=$1 dev=$2 mnt=/tmp/emulated-mnt rc=0
-	mkdir -p $mnt
-	need_fs "$fs" || return 1
-	case $fs in
-	ext4) need_tools mkfs.ext4 fsck.ext4 && mkfs.ext4 -q -F "$dev" ;;
-	xfs) need_tools mkfs.xfs xfs_repair && mkfs.xfs -q -f "$dev" ;;
-	esac > /tmp/mkfs.log 2>&1 || { echo "mkfs: $(tail -2 /tmp/mkfs.log | tr '\n' ' ')"; return 1; }
-	mount -t "$fs" "$dev" $mnt 2>/tmp/mount.err || { echo "mount: $(tr '\n' ' ' < /tmp/mount.err)"; return 1; }
-	if ! fio_q --name=fsverify --directory=$mnt --direct=1 --ioengine=libaio \
-		--rw=randwrite --bs=4k --iodepth=8 --size=4M --nrfiles=2 \
-		--verify=crc32c --do_verify=1 --verify_fatal=1 --randrepeat=0; then
-		echo "fio verify: $(tail -2 /tmp/fio.log | tr '\n' ' ')"
-		rc=1
-	fi
-	umount $mnt || { echo "umount failed"; return 1; }
-	case $fs in
-	ext4) fsck.ext4 -n -f "$dev" ;;
-	xfs) xfs_repair -n "$dev" ;;
-	esac > /tmp/fsck.log 2>&1 || { echo "check: $(tail -2 /tmp/fsck.log | tr '\n' ' ')"; rc=1; }
-	return $rc
-}
-
-# --- emulated_fs_verify: ext4 and XFS on each emulated disk, each written
-# and verified by fio and checked, under the disk's default scheduler.
-emulated_fs_verify() {
-	local n=0 dev fs why
-	out "    1..$(( $(echo $EMULATED_DEVS | wc -w) * 2 ))"
-	# shellcheck disable=SC2086
-	wait_devices $EMULATED_DEVS > /tmp/wait.log
-	for dev in $EMULATED_DEVS; do
-		for fs in ext4 xfs; do
-			n=$((n + 1))
-			if [ ! -b "$dev" ]; then
-				out "    not ok $n $(basename "$dev")_$fs # $dev missing"
-			elif why=$(mkfs_verify $fs "$dev"); then
-				out "    ok $n $(basename "$dev")_$fs"
-			else
-				out "    # $(devname "$dev") ($(current_sched "$dev")): $why"
-				out "    not ok $n $(basename "$dev")_$fs # $why"
-			fi
-		done
-	done
-}
-
-# --- emulated_md_raid5: md RAID5 over the four hdd-raptor disks assembles,
-# holds an ext4 written and verified by fio, keeps a file's contents with
-# one disk failed (reads rebuilt from parity), and stops and assembles
-# again. The disks are fresh (zeros), whose parity is already consistent,
-# so the array is created --assume-clean instead of resynced.
-emulated_md_raid5() {
-	local md=/dev/md0 mnt=/tmp/emulated-mnt why="" sum=""
-	out "    1..4"
-	# shellcheck disable=SC2086
-	wait_devices $RAID_DEVS > /tmp/wait.log || why="disks missing: $(cat /tmp/wait.log)"
-	[ -z "$why" ] && ! grep -q raid5 /proc/mdstat 2>/dev/null &&
-		why="the kernel has no md RAID5 (CONFIG_BLK_DEV_MD, CONFIG_MD_RAID456)"
-	[ -z "$why" ] && why=$(need_tools mdadm mkfs.ext4 fsck.ext4)
-	if [ -n "$why" ]; then
-		for n in 1 2 3 4; do out "    not ok $n raid5_step$n # $why"; done
-		return
-	fi
-	# shellcheck disable=SC2086
-	if mdadm --create $md --run --assume-clean --level=5 --raid-devices=4 --chunk=64 \
-		$RAID_DEVS > /tmp/mdadm.log 2>&1 && grep -A1 "^md0 : active raid5" /proc/mdstat | grep -q "\[UUUU\]"; then
-		out "    ok 1 assembles"
-	else
-		out "    # $(tr '\n' ' ' < /tmp/mdadm.log) $(tr '\n' ' ' < /proc/mdstat)"
-		out "    not ok 1 assembles"
-		for n in 2 3 4; do out "    not ok $n raid5_step$n # the array did not assemble"; done
-		mdadm --stop $md > /dev/null 2>&1
-		return
-	fi
-	if why=$(mkfs_verify ext4 $md); then
-		out "    ok 2 ext4_fio_verify"
-	else
-		out "    not ok 2 ext4_fio_verify # $why"
-	fi
-	mkdir -p $mnt
-	if mount $md $mnt && head -c 8M /dev/urandom > $mnt/f && sync &&
-		sum=$(md5sum < $mnt/f) && umount $mnt && echo 3 > /proc/sys/vm/drop_caches &&
-		mdadm $md --fail "${RAID_DEVS##* }" > /tmp/mdadm.log 2>&1 &&
-		mount -o ro $md $mnt && [ "$(md5sum < $mnt/f)" = "$sum" ] && umount $mnt; then
-		out "    ok 3 reads_with_a_failed_disk"
-	else
-		umount $mnt 2>/dev/null
-		out "    # $(tr '\n' ' ' < /tmp/mdadm.log) $(tr '\n' ' ' < /proc/mdstat)"
-		out "    not ok 3 reads_with_a_failed_disk"
-	fi
-	# shellcheck disable=SC2086
-	if mdadm --stop $md > /tmp/mdadm.log 2>&1 &&
-		mdadm --assemble --run $md $RAID_DEVS >> /tmp/mdadm.log 2>&1 &&
-		grep -q "^md0 : active" /proc/mdstat && mount -o ro $md $mnt &&
-		[ "$(md5sum < $mnt/f)" = "$sum" ] && umount $mnt; then
-		out "    ok 4 stops_and_assembles_again"
-	else
-		umount $mnt 2>/dev/null
-		out "    # $(tr '\n' ' ' < /tmp/mdadm.log) $(tr '\n' ' ' < /proc/mdstat)"
-		out "    not ok 4 stops_and_assembles_again"
-	fi
-	mdadm --stop $md > /dev/null 2>&1
 }
 
 out "KTAP version 1"

@@ -291,22 +291,28 @@ mod tests {
 
     #[test]
     fn guest_test_names_match_tests_sh() {
-        let sh =
-            std::fs::read_to_string(crate::util::repo_root().join("qemu/guest/tests.sh")).unwrap();
-        let line = sh
-            .lines()
-            .find_map(|l| l.strip_prefix("ALL_TESTS=\""))
-            .expect("ALL_TESTS in tests.sh");
-        let names: Vec<&str> = line.trim_end_matches('"').split_whitespace().collect();
-        assert_eq!(names, super::GUEST_TESTS);
-        let line = sh
-            .lines()
-            .find_map(|l| l.strip_prefix("EMULATED_TESTS=\""))
-            .expect("EMULATED_TESTS in tests.sh");
-        let names: Vec<&str> = line.trim_end_matches('"').split_whitespace().collect();
-        assert_eq!(names, super::EMULATED_TESTS);
+        let read = |f: &str| {
+            std::fs::read_to_string(crate::util::repo_root().join("qemu/guest").join(f)).unwrap()
+        };
+        // The names `var="..."` lists in `sh`.
+        let listed = |sh: &str, var: &str| -> Vec<String> {
+            sh.lines()
+                .find_map(|l| l.strip_prefix(&format!("{var}=\"")))
+                .unwrap_or_else(|| panic!("{var} in the guest's test scripts"))
+                .trim_end_matches('"')
+                .split_whitespace()
+                .map(String::from)
+                .collect()
+        };
+        assert_eq!(listed(&read("tests.sh"), "ALL_TESTS"), super::GUEST_TESTS);
+        let emulated = read("tests_emulated.sh");
+        assert_eq!(listed(&emulated, "EMULATED_TESTS"), super::EMULATED_TESTS);
+        assert!(read("tests.sh").contains("/tests_emulated.sh\""));
         for t in super::EMULATED_TESTS {
-            assert!(sh.contains(&format!("\n{t}() {{")), "{t} in tests.sh");
+            assert!(
+                emulated.contains(&format!("\n{t}() {{")),
+                "{t} in tests_emulated.sh"
+            );
         }
     }
 
