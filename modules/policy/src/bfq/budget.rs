@@ -236,7 +236,15 @@ impl Ctx<'_> {
         }
         self.recalc_budget(qi, reason);
         self.s.wait_request = false;
-        if self.q(qi).queued == 0 {
+        // As __bfq_bfqq_expire: a queue preempted while idling is needed
+        // for its guarantees stays busy, empty, with its place in the
+        // schedule and its weight in the sums the tag share divides by. A
+        // greedy reader preempted on each of its requests thus stays held
+        // to its share of the tags. Put in service while still empty, it
+        // is expired at once unless it has requests in flight to idle for.
+        if self.q(qi).queued == 0
+            && !(reason == Expiration::Preempted && self.idling_needed_for_service_guarantees(qi))
+        {
             if self.q(qi).dispatched == 0 {
                 self.qm(qi).budget_timeout = Some(now);
             }

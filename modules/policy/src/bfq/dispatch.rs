@@ -21,9 +21,11 @@ impl Ctx<'_> {
             return Dispatch::Empty;
         }
         // Each pass either dispatches, idles, or expires the in-service
-        // queue; a queue just put in service always has a request that fits
-        // its budget, so three passes suffice.
-        for _ in 0..3 {
+        // queue. A queue just put in service with a request has one that
+        // fits its budget; one without (kept busy, empty, by a preemption)
+        // leaves the busy set when it is expired. So three passes, plus one
+        // per busy queue, suffice.
+        for _ in 0..3 + self.s.busy_queues {
             let mut qi = self.s.in_service;
             let fresh = qi == NIL;
             if fresh {
@@ -83,17 +85,15 @@ impl Ctx<'_> {
             self.expire(qi, Expiration::TooIdle, true, now);
             return None;
         }
+        // As in bfq_select_queue, idling is armed only by a completion
+        // (see `completed`): a queue with nothing in flight that is not
+        // already idling is expired.
         let until = if self.s.wait_request {
             self.s.idle_deadline
-        } else if self.better_to_idle(qi) {
-            if self.q(qi).dispatched > 0 {
-                // Idling starts at the last completion; until then
-                // look again after one idle slice.
-                now.saturating_add(self.idle_slice(qi))
-            } else {
-                self.arm_idle(qi, now);
-                self.s.idle_deadline
-            }
+        } else if self.q(qi).dispatched > 0 && self.better_to_idle(qi) {
+            // Idling starts at the last completion; until then look again
+            // after one idle slice.
+            now.saturating_add(self.idle_slice(qi))
         } else {
             self.expire(qi, Expiration::NoMoreRequests, false, now);
             return None;

@@ -258,7 +258,7 @@ impl Ctx<'_> {
     /// asymmetric, or it is the only busy queue (kept plugged in case a
     /// lighter queue turns up).
     #[inline]
-    fn idling_needed_for_service_guarantees(&self, qi: u32) -> bool {
+    pub(super) fn idling_needed_for_service_guarantees(&self, qi: u32) -> bool {
         let q = self.q(qi);
         if q.exited {
             return false;

@@ -104,9 +104,9 @@ where
                     return Err("in-service queue in a heap");
                 }
             } else {
-                if q.queued == 0 {
-                    return Err("empty queue waiting in a heap");
-                }
+                // A busy queue may be empty: preempted while idling was
+                // needed for its guarantees, it keeps its place
+                // (__bfq_bfqq_expire).
                 let h = q.heap_id as usize;
                 if q.heap_id == NO_HEAP || h / 2 != q.class.index() {
                     return Err("busy queue not in its class heap");

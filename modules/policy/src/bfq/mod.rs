@@ -72,8 +72,7 @@
 //! queue preempts the in-service one when its class is higher, its weight
 //! larger, it comes back in time with budget left, or idling for the
 //! in-service queue is no longer worth it (`next_queue_may_preempt` is
-//! not modelled); an empty queue preempted while it needed idling for its
-//! guarantees leaves the service tree (BFQ keeps it queued); weight
+//! not modelled); weight
 //! changes (from priority changes or the end of weight raising) count at
 //! once, where BFQ applies them at the queue's next activation; a queue
 //! with only at-head requests in flight counts as active; a new queue's
