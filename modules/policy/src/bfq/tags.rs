@@ -22,17 +22,26 @@
 //!   device, two sequential readers weighted 2:1 (16 KiB, depth 8) then
 //!   get about 1:1 in the host model, as each is confined to tag 0 in turn
 //!   and the one in service waits for it;
-//! - the queue in service is never limited: it is the one the device
-//!   works for (C limits it like any other).
+//! - the queue in service is not limited unless it is soft real-time
+//!   raised: it is the one the device works for (C limits it like any
+//!   other). A soft real-time queue holding its share while in service is
+//!   not issuing at the low pace its raising was for: greedy readers
+//!   raised so, each in turn in service and weighing 3,000 times their
+//!   weight, would otherwise take every tag from a starting application.
 //!
 //! As in C, the weights the tags are divided by are those of the busy
 //! queues and of the queues on the idle trees (C's `st->wsum`), the
 //! classes above the queue's own each weighing [`IOPRIO_BE_NR`] times the
 //! one below; a queue that is neither busy nor on an idle tree is not
 //! limited (its request must reach the scheduler for BFQ to learn of it).
+//! A queue preempted while idling was needed for its guarantees stays busy
+//! while empty (`Ctx::expire`, as C's `__bfq_bfqq_expire`), so greedy
+//! readers preempted on each of their requests by a starting application
+//! keep their weight in the sum and stay held to their share.
 //! A queue holds its queued requests and those dispatched and not yet
 //! completed (C counts requests from allocation to free).
 
+use super::weight_raise::WR_COEFF;
 use super::{Bfq, IssuerId, IssuerSlot, PrioClass, ReqSlot, IDLE_HEAP0, NO_HEAP};
 
 /// `IOPRIO_BE_NR`: how many times a class weighs the one below it in the
@@ -61,10 +70,13 @@ where
         for c in 0..PrioClass::COUNT {
             ctx.forget_idle(c);
         }
-        if !self.tags_shared() || self.st.in_service as usize == issuer {
+        if !self.tags_shared() {
             return None;
         }
         let q = &self.qs.as_ref().get(issuer)?.q;
+        if self.st.in_service as usize == issuer && q.wr_coeff <= WR_COEFF {
+            return None;
+        }
         let idle = q.heap_id != NO_HEAP && q.heap_id as usize >= IDLE_HEAP0;
         if !q.used || !(q.busy || idle) {
             return None;
