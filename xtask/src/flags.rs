@@ -146,7 +146,8 @@ pub struct Test {
     #[arg(long, conflicts_with = "debug_kernel")]
     pub no_debug_kernel: bool,
     /// Also run the in-guest tests of the emulated disks (ext4 and XFS on
-    /// each, md RAID5 over four): starts their device servers; minutes more
+    /// each, md RAID5 over four) on the debug kernel; the base kernel runs
+    /// them by default
     #[arg(long)]
     pub emulated_devices: bool,
     /// Only these in-guest tests (comma-separated names)

@@ -27,9 +27,9 @@ const GUEST_TESTS: &[&str] = &[
     "kmemleak",
 ];
 
-/// The in-guest tests of the emulated disks, which boot device servers and
-/// take minutes on modelled disks: run with `--emulated-devices` or named
-/// by `--only`, not by default.
+/// The in-guest tests of the emulated disks, which start device servers:
+/// on the base kernel by default (about 2 minutes), on the debug kernel
+/// with `--emulated-devices`, or as named by `--only`.
 const EMULATED_TESTS: &[&str] = &["emulated_fs_verify", "emulated_md_raid5"];
 
 /// The emulated devices the file-system test uses (`EMULATED_DEVS`: the
@@ -76,7 +76,7 @@ pub fn run(t: &flags::Test) -> Result<()> {
             problems.push("host tests failed (cargo test output above)".to_string());
         }
     }
-    let tests: Vec<String> = match &t.only {
+    let only: Option<Vec<String>> = match &t.only {
         Some(only) => {
             for x in only {
                 if !GUEST_TESTS.contains(&x.as_str()) && !EMULATED_TESTS.contains(&x.as_str()) {
@@ -87,17 +87,9 @@ pub fn run(t: &flags::Test) -> Result<()> {
                     );
                 }
             }
-            only.clone()
+            Some(only.clone())
         }
-        None => GUEST_TESTS
-            .iter()
-            .chain(if t.emulated_devices {
-                EMULATED_TESTS
-            } else {
-                &[]
-            })
-            .map(|s| s.to_string())
-            .collect(),
+        None => None,
     };
     let flavors: &[kernel::Flavor] = if t.host_only {
         &[]
@@ -112,6 +104,14 @@ pub fn run(t: &flags::Test) -> Result<()> {
     for &flavor in flavors {
         let mut k = t.k.clone();
         k.debug_kernel = flavor == kernel::Flavor::Debug;
+        let tests = only.clone().unwrap_or_else(|| {
+            let emulated = flavor == kernel::Flavor::Base || t.emulated_devices;
+            GUEST_TESTS
+                .iter()
+                .chain(if emulated { EMULATED_TESTS } else { &[] })
+                .map(|s| s.to_string())
+                .collect()
+        });
         let r = guest_tests(&k, &t.g, &tests)?;
         passed += r.passed;
         failed += r.failed;
