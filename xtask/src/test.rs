@@ -76,21 +76,15 @@ pub fn run(t: &flags::Test) -> Result<()> {
             problems.push("host tests failed (cargo test output above)".to_string());
         }
     }
-    let only: Option<Vec<String>> = match &t.only {
-        Some(only) => {
-            for x in only {
-                if !GUEST_TESTS.contains(&x.as_str()) && !EMULATED_TESTS.contains(&x.as_str()) {
-                    bail!(
-                        "no in-guest test {x:?}; there are: {}, {}",
-                        GUEST_TESTS.join(", "),
-                        EMULATED_TESTS.join(", ")
-                    );
-                }
-            }
-            Some(only.clone())
+    for x in t.only.iter().flatten() {
+        if !GUEST_TESTS.contains(&x.as_str()) && !EMULATED_TESTS.contains(&x.as_str()) {
+            bail!(
+                "no in-guest test {x:?}; there are: {}, {}",
+                GUEST_TESTS.join(", "),
+                EMULATED_TESTS.join(", ")
+            );
         }
-        None => None,
-    };
+    }
     let flavors: &[kernel::Flavor] = if t.host_only {
         &[]
     } else if t.k.debug_kernel {
@@ -104,7 +98,7 @@ pub fn run(t: &flags::Test) -> Result<()> {
     for &flavor in flavors {
         let mut k = t.k.clone();
         k.debug_kernel = flavor == kernel::Flavor::Debug;
-        let tests = only.clone().unwrap_or_else(|| {
+        let tests = t.only.clone().unwrap_or_else(|| {
             let emulated = flavor == kernel::Flavor::Base || t.emulated_devices;
             GUEST_TESTS
                 .iter()
