@@ -101,6 +101,10 @@ setup_guest() {
 	cat /sys/devices/system/clocksource/clocksource0/current_clocksource \
 		>/run/out/clocksource 2>/dev/null
 	local m
+	# The modules may lie under the host's /tmp or /run (init's host_path).
+	for m in $MODULES ${SELFTEST_MODULE:-}; do
+		host_path "$(dirname "$m")" || return 1
+	done
 	: >/run/out/modules.txt
 	for m in $MODULES; do
 		if insmod "$m"; then

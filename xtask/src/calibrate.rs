@@ -233,6 +233,7 @@ pub fn run(o: &DevicesCmd) -> Result<()> {
     };
     let r = boot.run()?;
     let lags = servers.map(|s| s.stop()).transpose()?.unwrap_or_default();
+    r.check_setup(&boot.console_log)?;
     for (id, row) in &mut rows {
         row.guest = measured(&out.join("runs"), id, row.metric);
     }

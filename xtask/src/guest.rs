@@ -80,6 +80,7 @@ impl Prepared {
             cpus: g.cpus,
             cmdline_extra: String::new(),
             qemu_extra: Vec::new(),
+            guest_dir: None,
         }
     }
 

@@ -111,6 +111,9 @@ pub struct Boot<'a> {
     pub cmdline_extra: String,
     /// Extra QEMU arguments (`--count-insns`: the plugin).
     pub qemu_extra: Vec<String>,
+    /// The folder of the guest's init and scripts, if not this clone's
+    /// `qemu/guest`.
+    pub guest_dir: Option<PathBuf>,
 }
 
 /// How a boot ended.
@@ -119,6 +122,32 @@ pub struct BootResult {
     pub console: String,
     pub timed_out: bool,
     pub wall: Duration,
+}
+
+impl BootResult {
+    /// An error if the guest's setup (modules, devices: `setup_guest` in
+    /// qemu/guest/lib.sh) failed, with what the guest said up to then and
+    /// the console log: no run or test could have been done.
+    pub fn check_setup(&self, console_log: &Path) -> Result<()> {
+        if !self.console.contains("IRONLIFT: guest done (setup-failed)") {
+            return Ok(());
+        }
+        bail!(
+            "the guest's setup failed, so nothing ran; the guest said:\n{}\nconsole log: {}",
+            guest_said(&self.console),
+            console_log.display()
+        )
+    }
+}
+
+/// The guest's `IRONLIFT:` lines, indented.
+fn guest_said(console: &str) -> String {
+    console
+        .lines()
+        .filter_map(|l| l.find("IRONLIFT: ").map(|i| l[i + 10..].trim_end()))
+        .map(|l| format!("    {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The kernel option that picks the guest's clocksource under TCG.
@@ -174,8 +203,11 @@ fn qemu_bin() -> &'static str {
 
 impl Boot<'_> {
     fn command(&self) -> Command {
-        let root = util::repo_root();
-        let init = root.join("qemu").join("guest").join("init");
+        let init = self
+            .guest_dir
+            .clone()
+            .unwrap_or_else(|| util::repo_root().join("qemu").join("guest"))
+            .join("init");
         let mut cmdline = format!(
             "console=ttyS0 root=root rootfstype=9p \
              rootflags=trans=virtio,version=9p2000.L,msize=524288,cache=loose ro \
@@ -350,6 +382,7 @@ pub fn choose_accel(kernel: &Kernel, cache: &Path, want: &str) -> Result<Accel> 
         cpus: 1,
         cmdline_extra: String::new(),
         qemu_extra: Vec::new(),
+        guest_dir: None,
     };
     let ok = match boot.run() {
         Ok(r) => !r.timed_out && r.console.contains("IRONLIFT: probe ok"),
@@ -372,6 +405,23 @@ pub fn choose_accel(kernel: &Kernel, cache: &Path, want: &str) -> Result<Accel> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_setup_is_an_error_naming_the_reason_and_the_log() {
+        let r = |console: &str| BootResult {
+            console: console.into(),
+            timed_out: false,
+            wall: Duration::ZERO,
+        };
+        let log = Path::new("/out/console.log");
+        let failed = r("[    1.0] x\r\nIRONLIFT: guest up: kernel 6.12\r\n\
+                        IRONLIFT: insmod /c/rust_bfq.ko failed\r\nIRONLIFT: setup failed\r\n\
+                        IRONLIFT: guest done (setup-failed)\r\n");
+        let e = failed.check_setup(log).unwrap_err().to_string();
+        assert!(e.contains("    insmod /c/rust_bfq.ko failed\n"), "{e}");
+        assert!(e.ends_with("console log: /out/console.log"), "{e}");
+        assert!(r("IRONLIFT: guest done (rc=0)\n").check_setup(log).is_ok());
+    }
 
     #[test]
     fn tsc_needs_constant_and_nonstop() {

@@ -8,6 +8,7 @@ use crate::util::{self, note, step};
 use crate::{blkserve, fairness, kernel, ktap, qemu};
 use anyhow::{bail, Context, Result};
 use std::fs;
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -106,7 +107,10 @@ pub fn run(t: &flags::Test) -> Result<()> {
                 .map(|s| s.to_string())
                 .collect()
         });
-        let r = guest_tests(&k, &t.g, &tests)?;
+        // The guest from a clone where its own tmpfs lies: with the whole
+        // suite on the base kernel.
+        let elsewhere = flavor == kernel::Flavor::Base && t.only.is_none();
+        let r = guest_tests(&k, &t.g, &tests, elsewhere)?;
         passed += r.passed;
         failed += r.failed;
         skipped += r.skipped;
@@ -132,7 +136,12 @@ struct GuestOutcome {
 // Long: one boot's steps in order (kernel, modules, devices, boot, KTAP,
 // console, verdict), each a few lines.
 /// Boots one kernel flavour and runs the in-guest suite.
-fn guest_tests(k: &KernelArgs, g: &GuestArgs, tests: &[String]) -> Result<GuestOutcome> {
+fn guest_tests(
+    k: &KernelArgs,
+    g: &GuestArgs,
+    tests: &[String],
+    elsewhere: bool,
+) -> Result<GuestOutcome> {
     let root = util::repo_root();
     let p = guest::prepare(k, g)?;
     let out = root.join("target").join("ironlift-test").join(format!(
@@ -246,6 +255,9 @@ fn guest_tests(k: &KernelArgs, g: &GuestArgs, tests: &[String]) -> Result<GuestO
         Ok(None) => {}
         Err(e) => problems.push(format!("{which} kernel: the guest's fairness.tsv: {e:#}")),
     }
+    if let Err(e) = r.check_setup(&boot.console_log) {
+        problems.push(format!("{which} kernel: {e:#}"));
+    }
     if r.timed_out {
         problems.push(format!(
             "{which} kernel: the guest did not finish within {timeout}s (console log kept: {})",
@@ -262,12 +274,98 @@ fn guest_tests(k: &KernelArgs, g: &GuestArgs, tests: &[String]) -> Result<GuestO
             boot.console_log.display()
         ));
     }
+    let (mut passed, mut failed) = (passed, failed);
+    if elsewhere {
+        for place in HIDDEN_PLACES {
+            match boot_from(&p, g, &out, Path::new(place)) {
+                Ok(None) => passed += 1,
+                Ok(Some(problem)) => {
+                    failed += 1;
+                    problems.push(format!("{which} kernel: {problem}"));
+                }
+                Err(e) => note(&format!("no clone under {place} tried: {e:#}")),
+            }
+        }
+    }
     Ok(GuestOutcome {
         passed,
         failed,
         skipped,
         problems,
     })
+}
+
+/// Where a clone may lie that the guest's own tmpfs covers (qemu/guest/init
+/// mounts one on /tmp and on /run, over the host's).
+const HIDDEN_PLACES: &[&str] = &["/tmp", "/run"];
+
+/// Boots the guest with its scripts copied into a folder under `place`, as
+/// from a clone there, and runs `select_every_scheduler`: `Some(problem)`
+/// if the guest could not run from there, an error if no copy could be
+/// made (`place` not writable) or the guest could not be booted.
+fn boot_from(
+    p: &guest::Prepared,
+    g: &GuestArgs,
+    out: &Path,
+    place: &Path,
+) -> Result<Option<String>> {
+    let root = util::repo_root();
+    let clone = place.join(format!("ironlift-clone-{}", std::process::id()));
+    let dir = clone.join("qemu").join("guest");
+    let copy = || -> Result<()> {
+        let from = root.join("qemu").join("guest");
+        for f in util::files_below(&from)? {
+            let to = dir.join(f.strip_prefix(&from)?);
+            fs::create_dir_all(to.parent().unwrap_or(&dir))?;
+            fs::copy(&f, &to).with_context(|| format!("copying {}", f.display()))?;
+        }
+        Ok(())
+    };
+    if let Err(e) = copy() {
+        let _ = fs::remove_dir_all(&clone);
+        return Err(e.context(format!("could not copy qemu/guest to {}", dir.display())));
+    }
+    let name = format!("from-{}", place.display().to_string().trim_matches('/'));
+    let o = out.join(&name);
+    fs::create_dir_all(&o)?;
+    let all = devices::load(&root)?;
+    let used = devices::pick(&all, [DEVICES[0]])?;
+    fs::write(
+        o.join("job.env"),
+        format!(
+            "{}SELFTEST_MODULE=''\nSCHEDULERS='{}'\nTESTS='select_every_scheduler'\n",
+            p.job_env(used.iter().map(|(_, d)| d), &used)?,
+            shell_words(p.all_schedulers()),
+        ),
+    )?;
+    step(&format!(
+        "The guest from a clone under {}: select_every_scheduler",
+        place.display()
+    ));
+    let boot = qemu::Boot {
+        guest_dir: Some(dir.clone()),
+        ..p.boot(g, "test", &o, Duration::from_secs(600))
+    };
+    let r = boot.run();
+    let _ = fs::remove_dir_all(&clone);
+    let r = r?;
+    if let Err(e) = r.check_setup(&boot.console_log) {
+        return Ok(Some(format!("from {}: {e:#}", dir.display())));
+    }
+    let report = ktap::parse(
+        &fs::read_to_string(o.join("ktap.txt")).unwrap_or_default(),
+        &name,
+    );
+    let (passed, ..) = report.counts();
+    if r.timed_out || !report.passed() || passed == 0 {
+        return Ok(Some(format!(
+            "the guest from {} did not pass select_every_scheduler ({report}; console: {})",
+            dir.display(),
+            boot.console_log.display()
+        )));
+    }
+    note(&format!("ok: {report}"));
+    Ok(None)
 }
 
 #[cfg(test)]

@@ -127,6 +127,7 @@ pub fn run<K: Kind>(o: &QemuBench, suite: &Suite) -> Result<()> {
     let r = boot.run()?;
     let finished = guest::now("-Iseconds");
     let lags = servers.map(|s| s.stop()).transpose()?;
+    r.check_setup(&boot.console_log)?;
     kind.guest_done(&p, &out)?;
 
     let runs_dir = out.join("runs");
