@@ -3,11 +3,12 @@
 # `out` and `fio_q` they use): configs/devices/guest.toml's model devices,
 # which ironlift-blkserve serves with a model's timing. They take
 # EMULATED_DEVS (one disk of each single-disk emulated device) and RAID_DEVS
-# (the four hdd-raptor disks) from job.env. A missing tool or kernel feature
+# (the four hdd-raptor disks) from job.env, and emulated_model_timing its
+# jobs from /run/out/model_jobs.tsv. A missing tool or kernel feature
 # fails them with the reason: they run only when asked for (`cargo xtask
 # test --emulated-devices`).
 
-EMULATED_TESTS="emulated_fs_verify emulated_md_raid5"
+EMULATED_TESTS="emulated_fs_verify emulated_md_raid5 emulated_model_timing"
 
 # Fails, saying which, unless every command given is on the PATH (the
 # guest runs the host's binaries: Debian e2fsprogs, xfsprogs, mdadm).
@@ -129,4 +130,46 @@ emulated_md_raid5() {
 		out "    not ok 4 stops_and_assembles_again"
 	fi
 	mdadm --stop $md > /dev/null 2>&1
+}
+
+# --- emulated_model_timing: fixed fio jobs on the emulated disks, under
+# none, each measured against what ironlift-devmodel predicts for the same
+# job on the same export (host side: xtask/src/test.rs TIMING_JOBS). The
+# jobs are ones whose device time is long next to the guest's own path
+# (a TCG guest spends about 0.5 ms on a request), so the guest measures
+# the model rather than itself. Each line of /run/out/model_jobs.tsv:
+#   name <TAB> disk <TAB> iops|mb_s <TAB> model's figure <TAB> fio arguments
+emulated_model_timing() {
+	local jobs=/run/out/model_jobs.tsv n=0 name dev metric model args got
+	if [ ! -s $jobs ]; then
+		out "    1..1"
+		out "    not ok 1 model_jobs # $jobs missing or empty"
+		return
+	fi
+	out "    1..$(wc -l < $jobs)"
+	while IFS=$'\t' read -r name dev metric model args; do
+		n=$((n + 1))
+		wait_devices "$dev" > /tmp/wait.log
+		if [ ! -b "$dev" ] || ! set_sched "$dev" none; then
+			out "    not ok $n $name # $dev missing or none not selectable"
+			continue
+		fi
+		# shellcheck disable=SC2086
+		if ! fio_q --filename="$dev" $args; then
+			out "    not ok $n $name # fio: $(tail -2 /tmp/fio.log | tr '\n' ' ')"
+			continue
+		fi
+		# fio's terse v3: read KiB/s and IOPS are fields 7 and 8, write's
+		# 48 and 49; a job does one of the two.
+		got=$(awk -F';' -v m="$metric" '{
+			bw = $7 + $48; iops = $8 + $49
+			printf "%.1f", (m == "iops") ? iops : bw * 1024 / 1e6 }' /tmp/fio.out)
+		if awk -v g="$got" -v m="$model" 'BEGIN { r = g / m; exit !(r >= 0.85 && r <= 1.15) }'; then
+			out "    # $name on $(devname "$dev"): model $model $metric, guest $got"
+			out "    ok $n $name"
+		else
+			out "    # $name on $(devname "$dev"): model $model $metric, guest $got: outside ±15 %"
+			out "    not ok $n $name"
+		fi
+	done < $jobs
 }

@@ -1,17 +1,25 @@
 //! `cargo xtask devices`: the emulated disks checked in a guest against
 //! their models. The guest runs `ironlift_devmodel::jobs::JOBS` with fio
 //! under `none` (`qemu/guest/devices.sh`); the host predicts each job for
-//! the export's size with the same model, and the table gives model,
-//! guest, their ratio, and whether the guest is within the models'
-//! calibration tolerance, beside each server's lag.
+//! the export's size with the same model (by default every export is the
+//! model's whole capacity, so the predictions are the calibration
+//! figures), and the table gives target, model, guest, their ratio, and
+//! whether the guest is within the models' calibration tolerance, beside
+//! each server's lag.
+//!
+//! Each job also runs on the `null` model behind the same path (the
+//! `nbd-null-*` device of the disk's bus): what the guest gets with no
+//! device time at all. A job whose model is faster than that less the
+//! tolerance is beyond what the guest's path carries, and is shown but
+//! not judged.
 
 use crate::devices::{self, Device, ModelDisk};
 use crate::flags::DevicesCmd;
 use crate::suite::fio::parse_fio;
 use crate::util::{self, note, step};
 use crate::{blkserve, guest, qemu};
-use anyhow::{bail, Result};
-use ironlift_devmodel::jobs::{self, Job, Metric, Rw, JOBS, RAMP, RUNTIME, TOLERANCE};
+use anyhow::{bail, Context, Result};
+use ironlift_devmodel::jobs::{self, Job, Metric, Rw, JOBS, RAMP, RUNTIME, TARGETS, TOLERANCE};
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
@@ -79,9 +87,29 @@ pub struct Row {
     pub device: String,
     pub job: String,
     pub metric: Metric,
+    /// The calibration target, where the export is the whole device and
+    /// the model has one for the job.
+    pub target: Option<f64>,
     pub model: f64,
     /// The guest's figure, or why there is none.
     pub guest: Result<f64, String>,
+    /// The guest's figure for the job on the path alone (the `null` model
+    /// behind the same attachment), or why there is none.
+    pub path: Result<f64, String>,
+}
+
+/// How a row comes out.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// The guest measured the model within the tolerance.
+    Within,
+    /// The guest is off the model by more than the tolerance.
+    Outside,
+    /// The model is faster than the guest's path less the tolerance: the
+    /// guest cannot show it, so the row is not judged.
+    BeyondPath,
+    /// The guest's job (or its path job) failed.
+    Failed(String),
 }
 
 impl Row {
@@ -90,19 +118,40 @@ impl Row {
         self.guest.as_ref().ok().map(|g| g / self.model)
     }
 
-    /// Whether the guest is within the calibration tolerance of the model.
-    pub fn within(&self) -> bool {
-        self.guest
-            .as_ref()
-            .is_ok_and(|&g| jobs::within(g, self.model))
+    /// The row's verdict.
+    pub fn verdict(&self) -> Verdict {
+        let path = match &self.path {
+            Ok(p) => *p,
+            Err(e) => return Verdict::Failed(format!("path job: {e}")),
+        };
+        let guest = match &self.guest {
+            Ok(g) => *g,
+            Err(e) => return Verdict::Failed(e.clone()),
+        };
+        if self.model > path * (1.0 - TOLERANCE) {
+            Verdict::BeyondPath
+        } else if jobs::within(guest, self.model) {
+            Verdict::Within
+        } else {
+            Verdict::Outside
+        }
+    }
+}
+
+/// A figure with the precision tables give it.
+fn fig(x: f64) -> String {
+    if x >= 1000.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.1}")
     }
 }
 
 /// The table, markdown.
 pub fn table_markdown(rows: &[Row]) -> String {
     let mut s = format!(
-        "| device | job | figure | model | guest | guest / model | within ±{:.0} % |\n\
-         |---|---|---|---:|---:|---:|---|\n",
+        "| device | job | figure | target | model | path alone | guest | guest / model | \
+         within ±{:.0} % |\n|---|---|---|---:|---:|---:|---:|---:|---|\n",
         TOLERANCE * 100.0
     );
     for r in rows {
@@ -110,52 +159,127 @@ pub fn table_markdown(rows: &[Row]) -> String {
             Metric::MbS => "MB/s",
             Metric::Iops => "IOPS",
         };
-        let (guest, ratio, ok) = match (&r.guest, r.ratio()) {
-            (Ok(g), Some(x)) => (
-                format!("{g:.1}"),
-                format!("{x:.2}"),
-                if r.within() { "yes" } else { "no" }.to_string(),
-            ),
-            (Err(e), _) => ("-".into(), "-".into(), format!("failed: {e}")),
-            (Ok(_), None) => ("-".into(), "-".into(), "-".into()),
+        let target = r.target.map(fig).unwrap_or_else(|| "-".into());
+        let path = r
+            .path
+            .as_ref()
+            .map(|&p| fig(p))
+            .unwrap_or_else(|_| "-".into());
+        let guest = r
+            .guest
+            .as_ref()
+            .map(|&g| fig(g))
+            .unwrap_or_else(|_| "-".into());
+        let ratio = r
+            .ratio()
+            .map(|x| format!("{x:.2}"))
+            .unwrap_or_else(|| "-".into());
+        let verdict = match r.verdict() {
+            Verdict::Within => "yes".to_string(),
+            Verdict::Outside => "no".to_string(),
+            Verdict::BeyondPath => "not judged: model beyond the path".to_string(),
+            Verdict::Failed(e) => format!("failed: {e}"),
         };
         s.push_str(&format!(
-            "| {} | {} | {unit} | {:.1} | {guest} | {ratio} | {ok} |\n",
-            r.device, r.job, r.model
+            "| {} | {} | {unit} | {target} | {} | {path} | {guest} | {ratio} | {verdict} |\n",
+            r.device,
+            r.job,
+            fig(r.model)
         ));
     }
     s
 }
 
+/// The `null` device on `d`'s path: virtio-blk's or AHCI's.
+pub fn path_device(d: &Device) -> &'static str {
+    let virtio = d
+        .model
+        .iter()
+        .flat_map(|m| &m.devices)
+        .any(|x| x.starts_with("virtio-blk"));
+    if virtio {
+        "nbd-null-virtio"
+    } else {
+        "nbd-null-ahci"
+    }
+}
+
+/// `d` with its export (each of its exports) the model's whole capacity.
+pub fn whole(d: &Device) -> Device {
+    let mut d = d.clone();
+    if let Some(m) = d.model.as_mut() {
+        if let Some(dev) = ironlift_devmodel::by_name(&m.device, None) {
+            m.size_mb = (dev.capacity() * ironlift_devmodel::SECTOR_BYTES) >> 20;
+        }
+    }
+    d
+}
+
+/// The target for `job` on model `m` if its export is the whole device.
+fn target(m: &ModelDisk, job: &Job) -> Option<f64> {
+    let dev = ironlift_devmodel::by_name(&m.device, None)?;
+    let cap_mb = (dev.capacity() * ironlift_devmodel::SECTOR_BYTES) >> 20;
+    // A job over a region of its own (Androbench's) sees the same device
+    // whatever the export's size.
+    (m.size_mb == cap_mb || job.region > 0)
+        .then(|| {
+            TARGETS
+                .iter()
+                .find(|t| t.device == m.device && t.job == job.name)
+                .map(|t| t.value)
+        })
+        .flatten()
+}
+
+/// A row to fill: the run id of its job on the disk, of its job on the
+/// path alone, and the row.
+pub type Planned = (String, String, Row);
+
 /// The plan for the guest (lib.sh `run_plan`): one line per device and
-/// job, `id, disk, none, job, fio arguments`, with the rows it fills.
-pub fn plan(models: &[(String, Device)]) -> (String, Vec<(String, Row)>) {
+/// job, `id, disk, none, job, fio arguments`, then one per path device and
+/// job; with the rows they fill. `all` holds the path devices.
+pub fn plan(
+    models: &[(String, Device)],
+    all: &BTreeMap<String, Device>,
+) -> Result<(String, Vec<Planned>)> {
     let mut tsv = String::new();
+    let mut path_lines = BTreeMap::new();
     let mut rows = Vec::new();
     for (name, d) in models {
         let Some(m) = &d.model else { continue };
+        let path_name = path_device(d);
+        let path = all.get(path_name).with_context(|| {
+            format!("configs/devices/guest.toml has no {path_name} (the path alone)")
+        })?;
         for job in jobs_for(&m.device) {
             let Some(model) = predict(m, job) else {
                 continue;
             };
             let id = format!("{name}.{}", job.name);
-            tsv.push_str(&format!(
-                "{id}\t{}\tnone\t{}\t{}\n",
-                d.path,
-                job.name,
-                fio_args(job)
-            ));
+            let path_id = format!("{path_name}.{}", job.name);
+            let line = |id: &str, disk: &str| {
+                format!("{id}\t{disk}\tnone\t{}\t{}\n", job.name, fio_args(job))
+            };
+            tsv.push_str(&line(&id, &d.path));
+            path_lines
+                .entry(path_id.clone())
+                .or_insert_with(|| line(&path_id, &path.path));
             let row = Row {
                 device: name.clone(),
                 job: job.name.to_string(),
                 metric: metric(job),
+                target: target(m, job),
                 model,
                 guest: Err("not run".into()),
+                path: Err("not run".into()),
             };
-            rows.push((id, row));
+            rows.push((id, path_id, row));
         }
     }
-    (tsv, rows)
+    for l in path_lines.values() {
+        tsv.push_str(l);
+    }
+    Ok((tsv, rows))
 }
 
 /// The guest's figure of run `id`, from `runs/<id>.json` or `.err`.
@@ -173,14 +297,19 @@ fn measured(runs: &Path, id: &str, m: Metric) -> Result<f64, String> {
         .map_err(|e| format!("{e:#}"))
 }
 
-/// The devices `--devices` names, or every emulated one; each must be
-/// emulated.
+/// Whether `d` is one of the path devices (the `null` model).
+fn is_path(d: &Device) -> bool {
+    d.model.as_ref().is_some_and(|m| m.device == "null")
+}
+
+/// The devices `--devices` names, or every emulated one but the path
+/// devices; each must be emulated.
 fn selected(o: &DevicesCmd, all: &BTreeMap<String, Device>) -> Result<Vec<(String, Device)>> {
     let names: Vec<String> = match &o.devices {
         Some(d) => d.clone(),
         None => all
             .iter()
-            .filter(|(_, d)| d.model.is_some())
+            .filter(|(_, d)| d.model.is_some() && !is_path(d))
             .map(|(n, _)| n.clone())
             .collect(),
     };
@@ -196,9 +325,20 @@ fn selected(o: &DevicesCmd, all: &BTreeMap<String, Device>) -> Result<Vec<(Strin
 /// `cargo xtask devices`.
 pub fn run(o: &DevicesCmd) -> Result<()> {
     let root = util::repo_root();
-    let used = selected(o, &devices::load(&root)?)?;
+    let all = devices::load(&root)?;
+    let mut used = selected(o, &all)?;
+    if !o.configured_size {
+        used = used.iter().map(|(n, d)| (n.clone(), whole(d))).collect();
+    }
     let names: Vec<&str> = used.iter().map(|(n, _)| n.as_str()).collect();
-    let (tsv, mut rows) = plan(&used);
+    let (tsv, mut rows) = plan(&used, &all)?;
+    let names = names.join(", ");
+    // The path devices the plan uses, attached beside the disks.
+    for p in ["nbd-null-ahci", "nbd-null-virtio"] {
+        if tsv.contains(&all[p].path) && !used.iter().any(|(n, _)| n == p) {
+            used.push((p.to_string(), all[p].clone()));
+        }
+    }
     let p = guest::prepare(&o.k, &o.g)?;
     let out = match &o.out {
         Some(d) => d.clone(),
@@ -218,12 +358,14 @@ pub fn run(o: &DevicesCmd) -> Result<()> {
     )?;
     let servers = blkserve::start_for(&o.k, &out, used.iter().map(|(n, d)| (n, d)))?;
     let secs = (RAMP + RUNTIME) / 1_000_000_000;
-    let timeout = 300 + rows.len() as u64 * secs * 4;
+    let n = tsv.lines().count() as u64;
+    let timeout = 300 + n * secs * 4;
     step(&format!(
-        "Emulated disks against their models: {} jobs on {}, ~{} under {}",
+        "Emulated disks against their models: {} jobs on {names} and {} on the path alone, \
+         ~{} under {}",
         rows.len(),
-        names.join(", "),
-        util::human_secs(rows.len() as u64 * (secs + 2)),
+        n - rows.len() as u64,
+        util::human_secs(n * (secs + 2)),
         p.accel.name().to_uppercase()
     ));
     note(&format!("results: {}", out.display()));
@@ -234,19 +376,12 @@ pub fn run(o: &DevicesCmd) -> Result<()> {
     let r = boot.run()?;
     let lags = servers.map(|s| s.stop()).transpose()?.unwrap_or_default();
     r.check_setup(&boot.console_log)?;
-    for (id, row) in &mut rows {
+    for (id, path_id, row) in &mut rows {
         row.guest = measured(&out.join("runs"), id, row.metric);
+        row.path = measured(&out.join("runs"), path_id, row.metric);
     }
-    let rows: Vec<Row> = rows.into_iter().map(|(_, r)| r).collect();
-    let text = format!(
-        "# Emulated disks against their models\n\nModel: the job on a fresh model over the \
-         export's size, at most {NBD_IN_FLIGHT} deep (QEMU's NBD client). Guest: fio under \
-         `none`.\n\n{}\n## Device servers\n\n{}",
-        table_markdown(&rows),
-        blkserve::lag_markdown(&lags)
-    );
-    fs::write(out.join("devices.md"), &text)?;
-    println!("{text}");
+    let rows: Vec<Row> = rows.into_iter().map(|(_, _, r)| r).collect();
+    write_table(&out, &used, &rows, &lags)?;
     note(&format!("table: {}", out.join("devices.md").display()));
     if r.timed_out {
         bail!(
@@ -254,11 +389,57 @@ pub fn run(o: &DevicesCmd) -> Result<()> {
             boot.console_log.display()
         );
     }
-    let failed = rows.iter().filter(|r| r.guest.is_err()).count();
+    verdict(&rows)
+}
+
+/// devices.md in `out`, and the same on the terminal.
+fn write_table(
+    out: &Path,
+    used: &[(String, Device)],
+    rows: &[Row],
+    lags: &[blkserve::Lag],
+) -> Result<()> {
+    let sizes = used
+        .iter()
+        .filter_map(|(n, d)| d.model.as_ref().map(|m| format!("{n} {} MiB", m.size_mb)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let text = format!(
+        "# Emulated disks against their models\n\nExports: {sizes}. Target: the model's \
+         calibration figure (whole device). Model: the job on a fresh model over the \
+         export's size, at most {NBD_IN_FLIGHT} deep (QEMU's NBD client). Path alone: the \
+         job on the `null` model behind the same attachment, the most the guest gets \
+         through it. Guest: fio under `none`.\n\n{}\n## Device servers\n\n{}",
+        table_markdown(rows),
+        blkserve::lag_markdown(lags)
+    );
+    fs::write(out.join("devices.md"), &text)?;
+    println!("{text}");
+    Ok(())
+}
+
+/// An error naming the jobs that failed, else the jobs off their model.
+fn verdict(rows: &[Row]) -> Result<()> {
+    let failed = rows
+        .iter()
+        .filter(|r| matches!(r.verdict(), Verdict::Failed(_)))
+        .count();
     if failed > 0 {
         bail!(
             "{failed} of {} jobs failed in the guest (see the table and runs/*.err)",
             rows.len()
+        );
+    }
+    let outside: Vec<String> = rows
+        .iter()
+        .filter(|r| r.verdict() == Verdict::Outside)
+        .map(|r| format!("{} {}", r.device, r.job))
+        .collect();
+    if !outside.is_empty() {
+        bail!(
+            "the guest is off the model by more than ±{:.0} % on {}",
+            TOLERANCE * 100.0,
+            outside.join(", ")
         );
     }
     Ok(())
@@ -288,10 +469,20 @@ mod tests {
     fn every_emulated_disk_gets_its_jobs_and_predictions() {
         let all = devices::load(&util::repo_root()).unwrap();
         let used = devices::pick(&all, ["hdd-7200", "emmc"]).unwrap();
-        let (tsv, rows) = plan(&used);
+        let (tsv, rows) = plan(&used, &all).unwrap();
         let lines: Vec<&str> = tsv.lines().collect();
-        assert_eq!(lines.len(), rows.len());
+        // Each job once on its disk and once on its path alone.
+        assert_eq!(lines.len(), 2 * rows.len());
         assert_eq!(rows.len(), jobs_for("hdd-7200").len() + 4);
+        assert!(lines[rows.len()..]
+            .iter()
+            .all(|l| l.starts_with("nbd-null-")));
+        let emmc_read = rows
+            .iter()
+            .find(|(id, ..)| id == "emmc.androbench-rand-read")
+            .unwrap();
+        assert_eq!(emmc_read.1, "nbd-null-virtio.androbench-rand-read");
+        assert_eq!(emmc_read.2.target, Some(1100.0));
         let f: Vec<&str> = lines[0].split('\t').collect();
         assert_eq!(
             f[..4],
@@ -302,15 +493,28 @@ mod tests {
                 "seq-read-4k-qd1"
             ]
         );
-        assert!(lines
-            .iter()
-            .all(|l| !l.contains("androbench") || l.contains("/dev/ironlift/emmc0")));
+        assert!(lines.iter().all(|l| !l.contains("androbench")
+            || l.contains("/dev/ironlift/emmc0")
+            || l.contains("/dev/ironlift/nullv")));
         // A 2 GiB export gives short seeks: more than the whole disk's 78.
         let r = rows
             .iter()
-            .find(|(id, _)| id == "hdd-7200.rand-read-4k-qd1")
+            .find(|(id, ..)| id == "hdd-7200.rand-read-4k-qd1")
             .unwrap();
-        assert!(r.1.model > 120.0, "{}", r.1.model);
+        assert!(r.2.model > 120.0, "{}", r.2.model);
+        assert_eq!(r.1, "nbd-null-ahci.rand-read-4k-qd1");
+        // Not the whole disk: no target to compare with.
+        assert_eq!(r.2.target, None);
+        // Over the whole disk the prediction is the calibration figure.
+        let whole_disk = vec![("hdd-7200".to_string(), whole(&all["hdd-7200"]))];
+        let (_, rows) = plan(&whole_disk, &all).unwrap();
+        let r = &rows
+            .iter()
+            .find(|(id, ..)| id == "hdd-7200.rand-read-4k-qd1")
+            .unwrap()
+            .2;
+        assert_eq!(r.target, Some(80.0));
+        assert!((r.model / 80.0 - 1.0).abs() < TOLERANCE, "{}", r.model);
         // Depth 32 reaches the model as 16.
         let m = all["hdd-7200"].model.as_ref().unwrap();
         let q32 = predict(m, jobs::find("rand-read-4k-qd32").unwrap()).unwrap();
@@ -319,31 +523,41 @@ mod tests {
     }
 
     #[test]
-    fn the_table_judges_each_job() {
-        let row = |guest: Result<f64, String>| Row {
+    fn the_table_judges_each_job_the_path_can_carry() {
+        let row = |guest: Result<f64, String>, path: f64| Row {
             device: "sata-ssd".into(),
             job: "seq-read-1m-qd4".into(),
             metric: Metric::MbS,
+            target: Some(530.0),
             model: 500.0,
             guest,
+            path: Ok(path),
         };
-        let md = table_markdown(&[
-            row(Ok(450.0)),
-            row(Ok(400.0)),
-            row(Err("fio failed: x".into())),
-        ]);
+        let rows = [
+            row(Ok(450.0), 2000.0),
+            row(Ok(400.0), 2000.0),
+            row(Ok(250.0), 260.0),
+            row(Err("fio failed: x".into()), 2000.0),
+        ];
+        assert_eq!(rows[0].verdict(), Verdict::Within);
+        assert_eq!(rows[1].verdict(), Verdict::Outside);
+        // The path alone gives 260: a model of 500 cannot show.
+        assert_eq!(rows[2].verdict(), Verdict::BeyondPath);
+        let md = table_markdown(&rows);
         let lines: Vec<&str> = md.lines().collect();
         assert_eq!(
             lines[2],
-            "| sata-ssd | seq-read-1m-qd4 | MB/s | 500.0 | 450.0 | 0.90 | yes |"
+            "| sata-ssd | seq-read-1m-qd4 | MB/s | 530.0 | 500.0 | 2000 | 450.0 | 0.90 | yes |"
         );
         assert_eq!(
             lines[3],
-            "| sata-ssd | seq-read-1m-qd4 | MB/s | 500.0 | 400.0 | 0.80 | no |"
+            "| sata-ssd | seq-read-1m-qd4 | MB/s | 530.0 | 500.0 | 2000 | 400.0 | 0.80 | no |"
         );
-        assert_eq!(
-            lines[4],
-            "| sata-ssd | seq-read-1m-qd4 | MB/s | 500.0 | - | - | failed: fio failed: x |"
+        assert!(lines[4].ends_with("| 250.0 | 0.50 | not judged: model beyond the path |"));
+        assert!(
+            lines[5].ends_with("| - | - | failed: fio failed: x |"),
+            "{}",
+            lines[5]
         );
     }
 

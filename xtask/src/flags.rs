@@ -167,6 +167,10 @@ pub struct DevicesCmd {
     /// Results folder [default: results/<date>-devices]
     #[arg(long)]
     pub out: Option<std::path::PathBuf>,
+    /// Exports of configs/devices/guest.toml's size_mb, as the suites see
+    /// them, instead of the model's whole capacity
+    #[arg(long)]
+    pub configured_size: bool,
 }
 
 #[derive(Args)]

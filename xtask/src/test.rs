@@ -5,7 +5,7 @@ use crate::devices;
 use crate::flags::{self, GuestArgs, KernelArgs};
 use crate::guest::{self, shell_words};
 use crate::util::{self, note, step};
-use crate::{blkserve, fairness, kernel, ktap, qemu};
+use crate::{blkserve, calibrate, fairness, kernel, ktap, qemu};
 use anyhow::{bail, Context, Result};
 use std::fs;
 use std::path::Path;
@@ -31,7 +31,49 @@ const GUEST_TESTS: &[&str] = &[
 /// The in-guest tests of the emulated disks, which start device servers:
 /// on the base kernel by default (about 2 minutes), on the debug kernel
 /// with `--emulated-devices`, or as named by `--only`.
-const EMULATED_TESTS: &[&str] = &["emulated_fs_verify", "emulated_md_raid5"];
+const EMULATED_TESTS: &[&str] = &[
+    "emulated_fs_verify",
+    "emulated_md_raid5",
+    "emulated_model_timing",
+];
+
+/// emulated_model_timing's jobs (device, `ironlift_devmodel::jobs` name):
+/// ones whose device time is long next to a TCG guest's path to the
+/// server (about 0.5 ms a request), so the guest measures the model, not
+/// itself: 16 random reads in flight on the disk (about 2 ms each on a
+/// 2 GiB export), 1 MiB sequential reads (7 ms each), and the eMMC's
+/// random 4 KiB writes (21 ms each). `cargo xtask devices` gives every
+/// job, the ones the guest cannot show included.
+const TIMING_JOBS: &[(&str, &str)] = &[
+    ("hdd-7200", "rand-read-4k-qd16"),
+    ("hdd-7200", "seq-read-1m-qd4"),
+    ("emmc", "androbench-rand-write"),
+];
+
+/// /run/out/model_jobs.tsv for emulated_model_timing: per job, its name,
+/// the disk, the figure judged, the model's prediction for the device as
+/// configured, and fio's arguments.
+fn model_jobs_tsv(all: &std::collections::BTreeMap<String, devices::Device>) -> Result<String> {
+    let mut tsv = String::new();
+    for (dev, job) in TIMING_JOBS {
+        let d = all
+            .get(*dev)
+            .with_context(|| format!("configs/devices/guest.toml has no {dev}"))?;
+        let m = d.model.as_ref().context("an emulated device")?;
+        let j = ironlift_devmodel::jobs::find(job).context("a devmodel job")?;
+        let model = calibrate::predict(m, j).context("a model the crate knows")?;
+        let metric = match calibrate::metric(j) {
+            ironlift_devmodel::jobs::Metric::Iops => "iops",
+            ironlift_devmodel::jobs::Metric::MbS => "mb_s",
+        };
+        tsv.push_str(&format!(
+            "{dev}.{job}\t{}\t{metric}\t{model:.1}\t{}\n",
+            d.path,
+            calibrate::fio_args(j)
+        ));
+    }
+    Ok(tsv)
+}
 
 /// The emulated devices the file-system test uses (`EMULATED_DEVS`: the
 /// first disk of each).
@@ -193,6 +235,9 @@ fn guest_tests(
             ),
         ),
     )?;
+    if tests.iter().any(|t| t == "emulated_model_timing") {
+        fs::write(out.join("model_jobs.tsv"), model_jobs_tsv(&all)?)?;
+    }
     let servers = blkserve::start_for(k, &out, models.iter().map(|(n, d)| (n, d)))?;
     step(&format!(
         "In-guest tests ({} kernel, {}): {}",
@@ -379,6 +424,23 @@ mod tests {
             super::fairness_schedulers(&v(&["rust-deadline", "rust-bfq"])),
             v(&["rust-bfq"])
         );
+    }
+
+    #[test]
+    fn timing_jobs_carry_the_models_prediction_and_fios_arguments() {
+        let all = crate::devices::load(&crate::util::repo_root()).unwrap();
+        let tsv = super::model_jobs_tsv(&all).unwrap();
+        let lines: Vec<Vec<&str>> = tsv.lines().map(|l| l.split('\t').collect()).collect();
+        assert_eq!(lines.len(), super::TIMING_JOBS.len());
+        for l in &lines {
+            assert_eq!(l.len(), 5, "{l:?}");
+            assert!(l[1].starts_with("/dev/ironlift/"), "{l:?}");
+            assert!(l[3].parse::<f64>().unwrap() > 0.0, "{l:?}");
+            assert!(l[4].starts_with(&format!("--name={}", &l[0][l[0].find('.').unwrap() + 1..])));
+        }
+        assert_eq!(lines[0][2], "iops");
+        assert_eq!(lines[1][2], "mb_s");
+        assert!(lines[2][4].contains("--rw=randwrite") && lines[2][4].contains("--size=1048576"));
     }
 
     #[test]
