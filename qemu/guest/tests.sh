@@ -676,7 +676,7 @@ out "1..$(echo $TESTS | wc -w)"
 i=0
 for t in $TESTS; do
 	i=$((i + 1))
-	say "test $i: $t"
+	say "test $i/$(echo $TESTS | wc -w): $t"
 	start=$(wc -l < "$KTAP")
 	rm -f /tmp/skip
 	out "    KTAP version 1"

@@ -417,14 +417,29 @@ pub fn ensure(tc: &Toolchain, opts: &KernelOpts) -> Result<Kernel> {
         opts.jobs
     ));
     let start = std::time::Instant::now();
-    run_logged(
+    // A cold build prints about as many lines as the last cold build of
+    // this flavour did: the bar's total. An incremental one has none.
+    let cold = !build.join("vmlinux").exists();
+    let cold_lines = build
+        .parent()
+        .unwrap_or(&build)
+        .join(format!("cold-build-{}.lines", opts.flavor.name()));
+    let expect = cold
+        .then(|| fs::read_to_string(&cold_lines).ok())
+        .flatten()
+        .and_then(|s| s.trim().parse().ok());
+    util::run_logged_expecting(
         make(tc, &src, &build)
             .arg(format!("-j{}", opts.jobs))
             .args(["bzImage", "modules"]),
         &logs.join("build.log"),
         "kernel build",
+        expect,
     )
     .context("the kernel build failed: its tail is above; fix the error (or the additions in modules/linux) and run again, the build resumes incrementally")?;
+    if cold {
+        let _ = fs::copy(logs.join("build.lines"), &cold_lines);
+    }
     fs::write(&key_file, &key)?;
     lock.downgrade()?;
     let release = release(&build)?;

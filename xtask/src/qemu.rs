@@ -140,6 +140,75 @@ impl BootResult {
     }
 }
 
+/// Reads the console to its end: into the log, and the guest's
+/// `IRONLIFT:` lines to the user (with a progress bar once the guest
+/// counts its runs or tests). Returns all of it.
+fn read_console(stdout: &mut impl Read, log_path: &Path) -> String {
+    // A bar once the guest counts its runs or tests.
+    let mut progress: Option<util::Progress> = None;
+    let mut log = fs::File::create(log_path).ok();
+    let mut all = Vec::new();
+    let mut line = Vec::new();
+    let mut buf = [0u8; 4096];
+    while let Ok(n) = stdout.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        if let Some(f) = log.as_mut() {
+            let _ = f.write_all(&buf[..n]);
+        }
+        all.extend_from_slice(&buf[..n]);
+        for &b in &buf[..n] {
+            if b == b'\n' {
+                let l = String::from_utf8_lossy(&line);
+                let l = l.trim_end_matches('\r');
+                if let Some(msg) = l.find("IRONLIFT: ").map(|i| &l[i + 10..]) {
+                    guest_line(&mut progress, msg);
+                }
+                line.clear();
+            } else {
+                line.push(b);
+            }
+        }
+    }
+    if let Some(p) = &progress {
+        p.finish();
+    }
+    String::from_utf8_lossy(&all).into_owned()
+}
+
+/// `(n, total)` of a guest line `run n/total: ...` or `test n/total: ...`.
+fn counted(msg: &str) -> Option<(u64, u64)> {
+    let rest = msg
+        .strip_prefix("run ")
+        .or_else(|| msg.strip_prefix("test "))?;
+    let (n, rest) = rest.split_once('/')?;
+    let (total, _) = rest.split_once(':')?;
+    Some((n.parse().ok()?, total.parse().ok()?))
+}
+
+/// Shows one of the guest's `IRONLIFT:` lines; a counted one moves the
+/// progress bar and carries the estimate of the time left.
+fn guest_line(progress: &mut Option<util::Progress>, msg: &str) {
+    let Some((n, total)) = counted(msg) else {
+        match progress {
+            Some(p) => p.println(&format!("    [guest] {msg}")),
+            None => eprintln!("    [guest] {msg}"),
+        }
+        return;
+    };
+    let p = progress.get_or_insert_with(|| util::Progress::new("guest", Some(total)));
+    let done = n.saturating_sub(1);
+    let left = p
+        .left(done)
+        .map(|l| format!("  (~{} left)", util::human_secs(l)))
+        .unwrap_or_default();
+    p.println(&format!("    [guest] {msg}{left}"));
+    if p.is_bar() {
+        p.set(done, msg);
+    }
+}
+
 /// The guest's `IRONLIFT:` lines, indented.
 fn guest_said(console: &str) -> String {
     console
@@ -274,34 +343,7 @@ impl Boot<'_> {
         let mut stdout = child.stdout.take().expect("piped");
         let mut stderr = child.stderr.take().expect("piped");
         let log_path = self.console_log.clone();
-        let reader = std::thread::spawn(move || -> String {
-            let mut log = fs::File::create(&log_path).ok();
-            let mut all = Vec::new();
-            let mut line = Vec::new();
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = stdout.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                if let Some(f) = log.as_mut() {
-                    let _ = f.write_all(&buf[..n]);
-                }
-                all.extend_from_slice(&buf[..n]);
-                for &b in &buf[..n] {
-                    if b == b'\n' {
-                        let l = String::from_utf8_lossy(&line);
-                        let l = l.trim_end_matches('\r');
-                        if let Some(msg) = l.find("IRONLIFT: ").map(|i| &l[i + 10..]) {
-                            eprintln!("    [guest] {msg}");
-                        }
-                        line.clear();
-                    } else {
-                        line.push(b);
-                    }
-                }
-            }
-            String::from_utf8_lossy(&all).into_owned()
-        });
+        let reader = std::thread::spawn(move || read_console(&mut stdout, &log_path));
         let err_reader = std::thread::spawn(move || {
             let mut s = String::new();
             let _ = stderr.read_to_string(&mut s);
@@ -405,6 +447,17 @@ pub fn choose_accel(kernel: &Kernel, cache: &Path, want: &str) -> Result<Accel> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counted_guest_lines_give_the_position() {
+        assert_eq!(
+            counted("run 24/144: nullb0 kyber seqwrite"),
+            Some((24, 144))
+        );
+        assert_eq!(counted("test 3/12: write_verify"), Some((3, 12)));
+        assert_eq!(counted("test 3: write_verify"), None);
+        assert_eq!(counted("loaded rust_bfq.ko"), None);
+    }
 
     #[test]
     fn a_failed_setup_is_an_error_naming_the_reason_and_the_log() {

@@ -51,10 +51,119 @@ pub fn run(cmd: &mut Command) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// Progress of a long step: a bar with the time left on a terminal (a
+/// spinner when the total is unknown), a line every 30 s otherwise (CI
+/// logs), each with the estimate.
+pub struct Progress {
+    bar: Option<indicatif::ProgressBar>,
+    what: String,
+    len: Option<u64>,
+    start: Instant,
+    last_line: Instant,
+}
+
+impl Progress {
+    /// A step of `len` units, if known.
+    pub fn new(what: &str, len: Option<u64>) -> Self {
+        let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
+        let bar = tty.then(|| {
+            let (bar, template) = match len {
+                Some(n) => (
+                    indicatif::ProgressBar::new(n),
+                    "    [{prefix}] {elapsed_precise} [{bar:30}] {pos}/{len} ~{eta} left  {wide_msg}",
+                ),
+                None => (
+                    indicatif::ProgressBar::new_spinner(),
+                    "    [{prefix}] {elapsed_precise} {spinner} {pos}  {wide_msg}",
+                ),
+            };
+            if let Ok(style) = indicatif::ProgressStyle::with_template(template) {
+                bar.set_style(style.progress_chars("=> "));
+            }
+            bar.set_prefix(what.to_string());
+            bar.enable_steady_tick(std::time::Duration::from_millis(200));
+            bar
+        });
+        Progress {
+            bar,
+            what: what.to_string(),
+            len,
+            start: Instant::now(),
+            last_line: Instant::now(),
+        }
+    }
+
+    /// The time left at `pos`, from the rate so far.
+    pub fn left(&self, pos: u64) -> Option<u64> {
+        let len = self.len?;
+        if pos == 0 {
+            return None;
+        }
+        let secs = self.start.elapsed().as_secs_f64();
+        Some((secs / pos as f64 * len.saturating_sub(pos) as f64) as u64)
+    }
+
+    /// At `pos` now, doing `msg`.
+    pub fn set(&mut self, pos: u64, msg: &str) {
+        let short: String = msg.trim().chars().take(90).collect();
+        match &self.bar {
+            Some(b) => {
+                b.set_position(pos);
+                b.set_message(short);
+            }
+            None if self.last_line.elapsed().as_secs() >= 30 => {
+                let at = match (self.len, self.left(pos)) {
+                    (Some(n), Some(l)) => format!("{pos}/{n}, ~{} left", human_secs(l)),
+                    (Some(n), None) => format!("{pos}/{n}"),
+                    (None, _) => format!("{pos}"),
+                };
+                eprintln!(
+                    "    [{}] {}, {at}: {short}",
+                    self.what,
+                    human_secs(self.start.elapsed().as_secs())
+                );
+                self.last_line = Instant::now();
+            }
+            None => {}
+        }
+    }
+
+    /// Whether a bar is drawn (a terminal).
+    pub fn is_bar(&self) -> bool {
+        self.bar.is_some()
+    }
+
+    /// A line above the bar (or just a line).
+    pub fn println(&self, line: &str) {
+        match &self.bar {
+            Some(b) => b.println(line),
+            None => eprintln!("{line}"),
+        }
+    }
+
+    /// Removes the bar.
+    pub fn finish(&self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+}
+
 /// Runs a long command with its output going to `log`, showing progress:
-/// a line that counts output lines, elapsed time and the latest line.
-/// On failure, prints the tail of the log and names it.
+/// output lines counted against `expect_lines` (a bar with the time left)
+/// if given, else a spinner with the count; elapsed time and the latest
+/// line. On failure, prints the tail of the log and names it.
 pub fn run_logged(cmd: &mut Command, log: &Path, what: &str) -> Result<()> {
+    run_logged_expecting(cmd, log, what, None)
+}
+
+/// [`run_logged`] for a command expected to print about `expect_lines`.
+pub fn run_logged_expecting(
+    cmd: &mut Command,
+    log: &Path,
+    what: &str,
+    expect_lines: Option<u64>,
+) -> Result<()> {
     if let Some(dir) = log.parent() {
         fs::create_dir_all(dir)?;
     }
@@ -81,29 +190,19 @@ pub fn run_logged(cmd: &mut Command, log: &Path, what: &str) -> Result<()> {
         }
     });
     let start = Instant::now();
-    let mut lines = 0usize;
-    let mut last_draw = Instant::now();
-    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let mut last_report = Instant::now();
+    let mut lines = 0u64;
+    // The total is an estimate: never let the bar run past it.
+    let mut progress = Progress::new(what, expect_lines);
     for line in rx {
         writeln!(file, "{line}")?;
         lines += 1;
-        let secs = start.elapsed().as_secs();
-        if tty && last_draw.elapsed().as_millis() > 200 {
-            let short: String = line.trim().chars().take(70).collect();
-            eprint!("\r\x1b[K    [{what}] {secs:>4}s {lines:>6} lines  {short}");
-            last_draw = Instant::now();
-        } else if !tty && last_report.elapsed().as_secs() >= 30 {
-            let short: String = line.trim().chars().take(90).collect();
-            eprintln!("    [{what}] {secs}s, {lines} lines, at: {short}");
-            last_report = Instant::now();
-        }
+        let pos = expect_lines.map_or(lines, |n| lines.min(n.saturating_sub(1)));
+        progress.set(pos, &line);
     }
     let _ = t_out.join();
     let _ = t_err.join();
-    if tty {
-        eprint!("\r\x1b[K");
-    }
+    progress.finish();
+    let _ = fs::write(log.with_extension("lines"), lines.to_string());
     let status = child.wait()?;
     let secs = start.elapsed().as_secs();
     if !status.success() {
