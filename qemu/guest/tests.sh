@@ -681,7 +681,10 @@ for t in $TESTS; do
 	rm -f /tmp/skip
 	out "    KTAP version 1"
 	out "    # Subtest: $t"
+	t0=$(date +%s)
 	"$t"
+	# How long each test takes, for planning what runs where.
+	out "    # $t took $(( $(date +%s) - t0 )) s"
 	if tail -n +$((start + 1)) "$KTAP" | grep -q "^    not ok"; then
 		out "not ok $i $t"
 	elif [ -s /tmp/skip ]; then
