@@ -8,7 +8,8 @@
 # that must be offered), TESTS (which top-level tests to run, default all),
 # SLOW_DEV (the slow, shallow null_blk device), STARVE_DEV (read_starvation's
 # device) and FAIRNESS_SCHEDULERS (the schedulers the fairness test judges:
-# rust-bfq once it is built; C bfq is measured beside it as the reference).
+# rust-bfq once it is built; C bfq is measured beside it as the reference)
+# and NARROW_SCHEDULERS (tested on the first device only: scheds_on).
 # The emulated-disk tests (EMULATED_TESTS in tests_emulated.sh, not in the
 # default list) take
 # EMULATED_DEVS (one disk of each single-disk emulated device) and
@@ -57,13 +58,33 @@ policy_selftest() {
 	fi
 }
 
+# The schedulers a per-device test runs on device $1: every one on the
+# first device; on the others, all but NARROW_SCHEDULERS (job.env: how the
+# debug kernel's run cuts the matrix).
+scheds_on() {
+	local s
+	for s in $SCHEDULERS; do
+		if [ "$1" != "${DEVICES%% *}" ]; then
+			case " ${NARROW_SCHEDULERS:-} " in *" $s "*) continue ;; esac
+		fi
+		echo "$s"
+	done
+}
+
+# Cases of a test over every device and its schedulers (scheds_on).
+device_sched_cases() {
+	local dev n=0
+	for dev in $DEVICES; do n=$((n + $(scheds_on "$dev" | wc -l))); done
+	echo $n
+}
+
 # --- select_every_scheduler: each scheduler can be selected on each device.
 select_every_scheduler() {
 	local n=0 dev s fails
 	out "    1..$(echo $DEVICES | wc -w)"
 	for dev in $DEVICES; do
 		n=$((n + 1)); fails=""
-		for s in $SCHEDULERS; do
+		for s in $(scheds_on "$dev"); do
 			set_sched "$dev" "$s" || fails="$fails $s"
 		done
 		if [ -z "$fails" ]; then
@@ -78,9 +99,9 @@ select_every_scheduler() {
 # --- write_verify: fio writes then reads back with crc32c, per scheduler.
 write_verify() {
 	local n=0 dev s
-	out "    1..$(( $(echo $DEVICES | wc -w) * $(echo $SCHEDULERS | wc -w) ))"
+	out "    1..$(device_sched_cases)"
 	for dev in $DEVICES; do
-		for s in $SCHEDULERS; do
+		for s in $(scheds_on "$dev"); do
 			n=$((n + 1))
 			if ! set_sched "$dev" "$s"; then
 				out "    not ok $n $(devname "$dev")_$s # cannot select $s"
@@ -112,7 +133,7 @@ switch_under_io() {
 			--time_based --runtime="${SWITCH_SECS:-10}" &
 		local fio_pid=$!
 		while kill -0 $fio_pid 2>/dev/null; do
-			for s in $SCHEDULERS; do
+			for s in $(scheds_on "$dev"); do
 				kill -0 $fio_pid 2>/dev/null || break
 				set_sched "$dev" "$s" && switches=$((switches + 1))
 				sleep 0.2
@@ -282,52 +303,67 @@ tunables_reject_bad_input() {
 }
 
 # --- nr_requests_under_io: nr_requests changes every 0.3 s while fio runs
-# on rust-deadline; fio sees no error, the queue verifies afterwards, and
-# async_depth follows nr_requests (mq-deadline resets it on a change).
+# on each Rust elevator (depth_updated under I/O); fio sees no error, the
+# queue verifies afterwards, and where the scheduler has async_depth
+# (rust-deadline) it follows nr_requests (mq-deadline resets it on a
+# change).
 nr_requests_under_io() {
-	if ! rd_available; then
-		echo "rust_deadline not built" > /tmp/skip
+	local n=0 dev s cases=0
+	for dev in $DEVICES; do
+		cases=$((cases + $(scheds_on "$dev" | grep -c '^rust-')))
+	done
+	if [ $cases = 0 ]; then
+		echo "no Rust elevator built" > /tmp/skip
 		out "    1..0"
 		return
 	fi
-	local n=0 dev
-	out "    1..$(echo $DEVICES | wc -w)"
+	out "    1..$cases"
 	for dev in $DEVICES; do
-		n=$((n + 1))
-		local q=/sys/block/$(devname "$dev")/queue orig changes=0 bad=0 failed=0 before after
-		if ! set_sched "$dev" "$RD"; then
-			out "    not ok $n $(devname "$dev") # cannot select $RD"
-			continue
-		fi
-		orig=$(cat "$q/nr_requests")
-		before=$(dmesg | grep -ci 'i/o error')
-		fio_q --name=nr --filename="$dev" --direct=1 --ioengine=libaio \
-			--rw=randrw --bs=4k --iodepth=32 --numjobs=2 --size=64M \
-			--time_based --runtime="${NR_SECS:-6}" &
-		local fio_pid=$! v
-		while kill -0 $fio_pid 2>/dev/null; do
-			for v in 4 32 1024 16 256 2048 8 "$orig"; do
-				kill -0 $fio_pid 2>/dev/null || break
-				if echo "$v" > "$q/nr_requests" 2>/dev/null; then
-					changes=$((changes + 1))
-					# depth_updated must have seen the new depth.
-					[ "$(cat "$q/iosched/async_depth")" = "$v" ] || bad=$((bad + 1))
-				fi
-				sleep 0.3
-			done
+		for s in $(scheds_on "$dev" | grep '^rust-'); do
+			n=$((n + 1))
+			nr_requests_case $n "$dev" "$s"
 		done
-		wait $fio_pid || failed=1
-		echo "$orig" > "$q/nr_requests"
-		after=$(dmesg | grep -ci 'i/o error')
-		if [ $failed = 0 ] && [ $bad = 0 ] && [ $changes -gt 0 ] &&
-			[ "$after" = "$before" ] && quick_verify "$dev" 16; then
-			out "    # $(devname "$dev"): $changes nr_requests changes"
-			out "    ok $n $(devname "$dev")"
-		else
-			out "    # $(devname "$dev"): fio failed=$failed, $changes changes, $bad async_depth mismatches, new I/O errors: $((after - before)); $(tail -2 /tmp/fio.log | tr '\n' ' ')"
-			out "    not ok $n $(devname "$dev")"
-		fi
 	done
+}
+
+nr_requests_case() { # n device scheduler
+	local n=$1 dev=$2 s=$3
+	local q=/sys/block/$(devname "$dev")/queue orig changes=0 bad=0 failed=0 before after
+	if ! set_sched "$dev" "$s"; then
+		out "    not ok $n $(devname "$dev")_$s # cannot select $s"
+		return
+	fi
+	orig=$(cat "$q/nr_requests")
+	before=$(dmesg | grep -ci 'i/o error')
+	fio_q --name=nr --filename="$dev" --direct=1 --ioengine=libaio \
+		--rw=randrw --bs=4k --iodepth=32 --numjobs=2 --size=64M \
+		--time_based --runtime="${NR_SECS:-6}" &
+	local fio_pid=$! v
+	while kill -0 $fio_pid 2>/dev/null; do
+		for v in 4 32 1024 16 256 2048 8 "$orig"; do
+			kill -0 $fio_pid 2>/dev/null || break
+			if echo "$v" > "$q/nr_requests" 2>/dev/null; then
+				changes=$((changes + 1))
+				# depth_updated must have seen the new depth.
+				if [ -e "$q/iosched/async_depth" ] &&
+					[ "$(cat "$q/iosched/async_depth")" != "$v" ]; then
+					bad=$((bad + 1))
+				fi
+			fi
+			sleep 0.3
+		done
+	done
+	wait $fio_pid || failed=1
+	echo "$orig" > "$q/nr_requests"
+	after=$(dmesg | grep -ci 'i/o error')
+	if [ $failed = 0 ] && [ $bad = 0 ] && [ $changes -gt 0 ] &&
+		[ "$after" = "$before" ] && quick_verify "$dev" 16; then
+		out "    # $(devname "$dev") $s: $changes nr_requests changes"
+		out "    ok $n $(devname "$dev")_$s"
+	else
+		out "    # $(devname "$dev") $s: fio failed=$failed, $changes changes, $bad async_depth mismatches, new I/O errors: $((after - before)); $(tail -2 /tmp/fio.log | tr '\n' ' ')"
+		out "    not ok $n $(devname "$dev")_$s"
+	fi
 }
 
 # --- read_starvation: a slow null_blk device (STARVE_DEV: 4 ms per

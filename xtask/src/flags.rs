@@ -153,6 +153,11 @@ pub struct Test {
     /// Only these in-guest tests (comma-separated names)
     #[arg(long, value_delimiter = ',')]
     pub only: Option<Vec<String>>,
+    /// The whole matrix on the debug kernel too: every elevator on every
+    /// device (by default the debug kernel tests the elevators beyond
+    /// rust-deadline and rust-bfq on the first device only)
+    #[arg(long)]
+    pub full_matrix: bool,
 }
 
 #[derive(Args)]

@@ -93,6 +93,23 @@ const SLOW_DEVICE: &str = "nullb-slow";
 /// The read_starvation test's device (`STARVE_DEV`).
 const STARVE_DEVICE: &str = "nullb-starve";
 
+/// The elevators every kernel tests on every device; the debug kernel
+/// tests the others on the first device only, unless `--full-matrix`.
+const WIDE_ELEVATORS: &[&str] = &["rust-deadline", "rust-bfq"];
+
+/// `NARROW_SCHEDULERS` for the guest (tests.sh `scheds_on`): the
+/// schedulers left out on all but the first device.
+fn narrow_schedulers(elevators: &[String], flavor: kernel::Flavor, full: bool) -> Vec<String> {
+    if full || flavor == kernel::Flavor::Base {
+        return Vec::new();
+    }
+    elevators
+        .iter()
+        .filter(|e| !WIDE_ELEVATORS.contains(&e.as_str()))
+        .cloned()
+        .collect()
+}
+
 /// The schedulers the fairness test judges: ours with weights. C bfq is
 /// measured beside them as the reference, not judged.
 fn fairness_schedulers(elevators: &[String]) -> Vec<String> {
@@ -152,7 +169,7 @@ pub fn run(t: &flags::Test) -> Result<()> {
         // The guest from a clone where its own tmpfs lies: with the whole
         // suite on the base kernel.
         let elsewhere = flavor == kernel::Flavor::Base && t.only.is_none();
-        let r = guest_tests(&k, &t.g, &tests, elsewhere)?;
+        let r = guest_tests(&k, &t.g, &tests, elsewhere, t.full_matrix)?;
         passed += r.passed;
         failed += r.failed;
         skipped += r.skipped;
@@ -183,6 +200,7 @@ fn guest_tests(
     g: &GuestArgs,
     tests: &[String],
     elsewhere: bool,
+    full_matrix: bool,
 ) -> Result<GuestOutcome> {
     let root = util::repo_root();
     let p = guest::prepare(k, g)?;
@@ -212,7 +230,7 @@ fn guest_tests(
         format!(
             "{}SELFTEST_MODULE='{}'\nSCHEDULERS='{}'\nTESTS='{}'\n\
              SLOW_DEV='{}'\nSTARVE_DEV='{}'\nFAIRNESS_SCHEDULERS='{}'\nKERNEL_FLAVOR='{}'\n\
-             EMULATED_DEVS='{}'\nRAID_DEVS='{}'\n",
+             EMULATED_DEVS='{}'\nRAID_DEVS='{}'\nNARROW_SCHEDULERS='{}'\n",
             p.job_env(used.iter().map(|(_, d)| d), &made)?,
             selftest,
             shell_words(p.all_schedulers()),
@@ -233,6 +251,11 @@ fn guest_tests(
                     .filter(|(n, _)| n == RAID_DEVICE)
                     .flat_map(|(_, d)| d.disk_paths())
             ),
+            shell_words(narrow_schedulers(
+                &p.elevators(),
+                p.kernel.flavor,
+                full_matrix
+            )),
         ),
     )?;
     if tests.iter().any(|t| t == "emulated_model_timing") {
@@ -424,6 +447,19 @@ mod tests {
             super::fairness_schedulers(&v(&["rust-deadline", "rust-bfq"])),
             v(&["rust-bfq"])
         );
+    }
+
+    #[test]
+    fn the_debug_kernel_tests_the_other_elevators_on_the_first_device() {
+        use crate::kernel::Flavor;
+        let v = |xs: &[&str]| xs.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let els = v(&["rust-deadline", "rust-bfq", "rust-cfq", "rust-noop"]);
+        assert!(super::narrow_schedulers(&els, Flavor::Base, false).is_empty());
+        assert_eq!(
+            super::narrow_schedulers(&els, Flavor::Debug, false),
+            v(&["rust-cfq", "rust-noop"])
+        );
+        assert!(super::narrow_schedulers(&els, Flavor::Debug, true).is_empty());
     }
 
     #[test]
