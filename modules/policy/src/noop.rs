@@ -2,8 +2,8 @@
 
 //! noop: one FIFO, and the block layer's merging.
 //!
-//! A port of the single-queue `block/noop-iosched.c` (Linux v4.16,
-//! unchanged from v2.6.33 until its removal in v5.0) onto the [`Policy`]
+//! A port of the single-queue `block/noop-iosched.c` (as of Linux v4.16;
+//! the single-queue elevators were removed in v5.0) onto the [`Policy`]
 //! trait. C noop keeps one list: a request is added at its tail and
 //! dispatched from its head; when the block layer merges one queued
 //! request into another, the one merged away leaves the list. It looks at
