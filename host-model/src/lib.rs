@@ -11,7 +11,8 @@
 //!   which the null_blk models of its devices are made from.
 //! - [`sim`]: scheduler tags, the device's depth, back merges, the dispatch
 //!   list and restart, the idle timer, rust-bfq's deferred completions;
-//!   fio-like readers and an application reading files one at a time.
+//!   fio-like readers and writers, and an application reading files one at
+//!   a time.
 //! - [`fifo`]: `none`, for the baseline.
 //! - [`scenario`]: a scheduler by name, fio-like jobs, the startup suite.
 //!

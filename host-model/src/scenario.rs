@@ -5,7 +5,7 @@
 
 use crate::device::Device;
 use crate::fifo::Fifo;
-use crate::sim::{bfq, deadline, Machine, Reader, Sim, SEC};
+use crate::sim::{bfq, deadline, noop, sio, vr, Io, Machine, Reader, Sim, SEC};
 use ironlift_policy::sched::SchedPolicy;
 use ironlift_policy::Nanos;
 
@@ -18,11 +18,36 @@ pub enum Scheduler {
     Deadline,
     /// rust-bfq's policy, with its deferred completions.
     Bfq,
+    /// rust-noop's policy: one FIFO.
+    Noop,
+    /// rust-sio's policy: FIFOs with deadlines, no sorting.
+    Sio,
+    /// rust-vr's policy: sector order with a reversal penalty, deadlines.
+    Vr,
 }
 
 impl Scheduler {
     /// All of them, in report order.
-    pub const ALL: [Scheduler; 3] = [Scheduler::None, Scheduler::Deadline, Scheduler::Bfq];
+    pub const ALL: [Scheduler; 6] = [
+        Scheduler::None,
+        Scheduler::Deadline,
+        Scheduler::Bfq,
+        Scheduler::Noop,
+        Scheduler::Sio,
+        Scheduler::Vr,
+    ];
+
+    /// The elevator's name in the guest (`none` for no scheduler).
+    pub fn name(self) -> &'static str {
+        match self {
+            Scheduler::None => "none",
+            Scheduler::Deadline => "rust-deadline",
+            Scheduler::Bfq => "rust-bfq",
+            Scheduler::Noop => "rust-noop",
+            Scheduler::Sio => "rust-sio",
+            Scheduler::Vr => "rust-vr",
+        }
+    }
 }
 
 /// What a run gives.
@@ -86,6 +111,18 @@ pub fn run(
             let p = bfq(&m, dev.as_ref(), readers.len());
             go(Sim::new(m, dev, p, readers, window, true), until)
         }
+        Scheduler::Noop => {
+            let p = noop(&m);
+            go(Sim::new(m, dev, p, readers, window, true), until)
+        }
+        Scheduler::Sio => {
+            let p = sio(&m);
+            go(Sim::new(m, dev, p, readers, window, true), until)
+        }
+        Scheduler::Vr => {
+            let p = vr(&m);
+            go(Sim::new(m, dev, p, readers, window, true), until)
+        }
     }
 }
 
@@ -93,6 +130,7 @@ pub fn run(
 /// random over `random_blocks` blocks (0: sequential), 5 µs to submit.
 pub fn fio(start: u64, bs: u32, iodepth: u32, random_blocks: u64) -> Reader {
     Reader {
+        io: Io::Read,
         level: 4,
         start,
         bs,
@@ -101,6 +139,15 @@ pub fn fio(start: u64, bs: u32, iodepth: u32, random_blocks: u64) -> Reader {
         random_blocks,
         count: 0,
         start_at: 0,
+    }
+}
+
+/// The same fio job writing: synchronously (`sync`: O_DIRECT or O_SYNC
+/// writes, `REQ_SYNC`) or as the page cache's write-back.
+pub fn fio_write(start: u64, bs: u32, iodepth: u32, random_blocks: u64, sync: bool) -> Reader {
+    Reader {
+        io: Io::Write { sync },
+        ..fio(start, bs, iodepth, random_blocks)
     }
 }
 
@@ -139,6 +186,7 @@ fn startup_readers() -> (u32, u32, u32) {
 /// last) and the application alone, starting at 0.
 pub fn startup(head_start: Nanos) -> (Vec<Reader>, Reader) {
     let app = Reader {
+        io: Io::Read,
         level: 4,
         start: 1 << 20,
         bs: 8,

@@ -2,9 +2,9 @@
 
 //! The simulation: what blk-mq and the modules do around a policy
 //! (scheduler tags, the device's depth, bio back merges, the dispatch list
-//! and restart, the idle timer), a [`Device`], fio-like readers and an
-//! application reading files one at a time (reads only: writes are not
-//! simulated yet). Deterministic: the same run gives the same bytes.
+//! and restart, the idle timer), a [`Device`], fio-like jobs (readers, and
+//! writers, synchronous or write-back) and an application reading files
+//! one at a time. Deterministic: the same run gives the same bytes.
 //! Around the policy runs the modules' own core ([`Core`] and [`Shared`],
 //! as the kernel glue runs them), whose effects the simulation carries
 //! out: completions reach the policy as in the module (for BFQ through a
@@ -14,7 +14,10 @@
 use crate::device::{Command, Completion, Device, Id};
 use ironlift_policy::bfq::{Bfq, IssuerSlot, ReqSlot};
 use ironlift_policy::deadline::{Deadline, Slot};
+use ironlift_policy::noop::{self, Noop};
 use ironlift_policy::sched::{Core, Effect, SchedPolicy, Shared};
+use ironlift_policy::sio::{self, Sio};
+use ironlift_policy::vr::{self, Vr};
 use ironlift_policy::{IoPrio, Nanos, Op, PrioClass, RequestDesc, TunableError, NSEC_PER_MSEC};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
@@ -24,6 +27,12 @@ use std::sync::atomic::AtomicU64;
 pub type B = Bfq<Vec<ReqSlot>, Vec<IssuerSlot>>;
 /// The deadline policy over a vector.
 pub type D = Deadline<Vec<Slot>>;
+/// The noop policy over a vector.
+pub type N = Noop<Vec<noop::Slot>>;
+/// The SIO policy over a vector.
+pub type S = Sio<Vec<sio::Slot>>;
+/// The V(R) policy over a vector.
+pub type V = Vr<Vec<vr::Slot>>;
 
 /// A millisecond.
 pub const MS: Nanos = NSEC_PER_MSEC;
@@ -45,9 +54,35 @@ pub struct Machine {
     pub run_cost: Nanos,
 }
 
-/// An fio job: sequential reads of `bs` sectors, `iodepth` in flight.
+/// What a job's I/Os are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Io {
+    /// Reads (synchronous, as every read).
+    Read,
+    /// Writes: synchronous (`REQ_SYNC`: O_DIRECT or O_SYNC) or not (the
+    /// page cache's write-back).
+    Write {
+        /// Whether the writer waits for them.
+        sync: bool,
+    },
+}
+
+impl Io {
+    /// The operation and sync flag of the job's requests.
+    pub fn op(self) -> (Op, bool) {
+        match self {
+            Io::Read => (Op::Read, true),
+            Io::Write { sync } => (Op::Write, sync),
+        }
+    }
+}
+
+/// An fio job: sequential I/Os of `bs` sectors, `iodepth` in flight.
+/// Called a reader, as most are.
 #[derive(Clone, Copy, Debug)]
 pub struct Reader {
+    /// What its I/Os are.
+    pub io: Io,
     /// Best-effort level (`ionice -c2 -n`), 0 to 7.
     pub level: u8,
     /// First sector.
@@ -87,6 +122,7 @@ enum Ev {
 
 struct Req {
     reader: usize,
+    op: Op,
     sector: u64,
     sectors: u32,
     ios: u32,
@@ -101,10 +137,10 @@ pub struct ReaderState {
     to_submit: u32,
     submit_pending: bool,
     blocked_on_tag: bool,
-    /// The allocation the reader sleeps in was limited to depth 1
+    /// The depth the allocation the reader sleeps in was limited to
     /// (`limit_depth` runs once per allocation; the retries after a wake-up
     /// keep its depth).
-    shallow: bool,
+    limit: Option<u32>,
     /// The bio was chosen before the reader slept for a tag: the retry
     /// sends that one, not a new one.
     bio_ready: bool,
@@ -200,6 +236,21 @@ pub fn deadline(m: &Machine) -> D {
     d
 }
 
+/// rust-noop's policy.
+pub fn noop(m: &Machine) -> N {
+    Noop::new(vec![noop::Slot::default(); m.sched_tags]).expect("storage for at least one request")
+}
+
+/// rust-sio's policy, with the C's defaults.
+pub fn sio(m: &Machine) -> S {
+    Sio::new(vec![sio::Slot::default(); m.sched_tags]).expect("storage for at least one request")
+}
+
+/// rust-vr's policy, with the C's defaults.
+pub fn vr(m: &Machine) -> V {
+    Vr::new(vec![vr::Slot::default(); m.sched_tags]).expect("storage for at least one request")
+}
+
 impl<P: SchedPolicy> Sim<P> {
     /// A simulation of `readers` on `dev` under policy `b`, measuring
     /// bytes, occupancy and holding over `window`. With `defer`, completions
@@ -248,7 +299,7 @@ impl<P: SchedPolicy> Sim<P> {
                     to_submit: cfg.iodepth,
                     submit_pending: false,
                     blocked_on_tag: false,
-                    shallow: false,
+                    limit: None,
                     bio_ready: false,
                     bytes: 0,
                     rng: cfg.start ^ 0x2545_f491_4f6c_dd1d,
@@ -393,12 +444,18 @@ impl<P: SchedPolicy> Sim<P> {
             return;
         }
         // `limit_depth`, as the module's glue: with depth 1, Debian's
-        // sbitmap leaves only the first tag (`__map_depth_with_shallow`).
-        let shallow = std::mem::take(&mut self.readers[r].shallow) || self.depth_limited(r);
-        let tags = if shallow { 1 } else { self.reqs.len() };
+        // sbitmap leaves only the first tag (`__map_depth_with_shallow`);
+        // a depth d leaves d tags, here the first d.
+        let limit = match self.readers[r].limit.take() {
+            Some(d) => Some(d),
+            None => self.depth_limit(r),
+        };
+        let tags = limit.map_or(self.reqs.len(), |d| (d as usize).clamp(1, self.reqs.len()));
         if let Some(t) = (0..tags).find(|&t| self.reqs[t].is_none()) {
+            let (op, sync) = self.readers[r].cfg.io.op();
             self.reqs[t] = Some(Req {
                 reader: r,
+                op,
                 sector,
                 sectors: bs,
                 ios: 1,
@@ -406,8 +463,8 @@ impl<P: SchedPolicy> Sim<P> {
             let desc = RequestDesc {
                 sector,
                 sectors: bs,
-                op: Op::Read,
-                sync: true,
+                op,
+                sync,
                 prio: IoPrio {
                     class: PrioClass::BestEffort,
                     level: self.readers[r].cfg.level,
@@ -423,7 +480,7 @@ impl<P: SchedPolicy> Sim<P> {
             self.run_queue();
         } else {
             self.readers[r].blocked_on_tag = true;
-            self.readers[r].shallow = shallow;
+            self.readers[r].limit = limit;
             self.readers[r].bio_ready = true;
             self.tag_waiters.push_back(r);
             return;
@@ -433,10 +490,16 @@ impl<P: SchedPolicy> Sim<P> {
         self.schedule_submit(r);
     }
 
-    /// The glue's `limit_depth` for a sync read of reader `r`: whether its
-    /// issuer holds its share of the tags, while the policy shares them.
-    fn depth_limited(&mut self, r: usize) -> bool {
-        self.shared.tags_shared() && self.core.tag_depth(&self.shared, r, Op::Read, true) == Some(1)
+    /// The glue's `limit_depth` for the next request of reader `r`: the
+    /// policy's depth limit for its kind, or 1 if its issuer holds its
+    /// share of the tags while the policy shares them.
+    fn depth_limit(&mut self, r: usize) -> Option<u32> {
+        let (op, sync) = self.readers[r].cfg.io.op();
+        if self.shared.tags_shared() {
+            self.core.tag_depth(&self.shared, r, op, sync)
+        } else {
+            self.shared.depth_limit(op, sync)
+        }
     }
 
     /// The module's `completed_request` and `finish_request` for `t`: what
@@ -491,7 +554,7 @@ impl<P: SchedPolicy> Sim<P> {
         let q = self.reqs[t].as_ref().expect("a started request exists");
         let id = self
             .dev
-            .submit(self.now, Command::new(Op::Read, q.sector, q.sectors));
+            .submit(self.now, Command::new(q.op, q.sector, q.sectors));
         self.slot_of.insert(id, slot);
         self.watch_device();
         true

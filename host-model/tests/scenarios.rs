@@ -11,7 +11,7 @@
 use ironlift_host_model::device::{Device, Fixed};
 use ironlift_host_model::guest;
 use ironlift_host_model::scenario::{self, fio, startup, Outcome, Scheduler};
-use ironlift_host_model::sim::{bfq, deadline, Machine, Reader, Sim, MS, SEC};
+use ironlift_host_model::sim::{bfq, deadline, Io, Machine, Reader, Sim, MS, SEC};
 use ironlift_policy::sched::SchedPolicy;
 use ironlift_policy::{Nanos, Policy};
 use std::cell::Cell;
@@ -79,6 +79,7 @@ fn fairness_run(submit_cost: Nanos) -> (u64, u64) {
     let m = fairness_machine();
     let dev = Fixed::guest(FAIRNESS_DEVICE);
     let reader = |level, start| Reader {
+        io: Io::Read,
         level,
         start,
         bs: 32,
@@ -210,6 +211,7 @@ fn randread_run(service: Nanos, submit_cost: Nanos, strict: bool) -> (u64, f64, 
         run_cost: 2_000,
     };
     let reader = |start| Reader {
+        io: Io::Read,
         level: 4,
         start,
         bs: 8,

@@ -9,7 +9,7 @@
 
 use ironlift_host_model::device::{Device, Fixed};
 use ironlift_host_model::scenario::{fio, run, Scheduler};
-use ironlift_host_model::sim::{Machine, Reader, MS, SEC};
+use ironlift_host_model::sim::{Io, Machine, Reader, MS, SEC};
 use ironlift_policy::Nanos;
 
 const M: Machine = Machine {
@@ -35,6 +35,7 @@ fn startup(s: Scheduler, head: Nanos, readers: u32) -> Option<Nanos> {
         })
         .collect();
     all.push(Reader {
+        io: Io::Read,
         level: 4,
         start: 1 << 20,
         bs: 8,

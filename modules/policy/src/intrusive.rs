@@ -333,6 +333,18 @@ pub(crate) fn tree_first<N: TreeNode>(nodes: &[N], root: u32) -> u32 {
     x
 }
 
+/// The last node in key order of the tree rooted at `root`, or `NIL`.
+pub(crate) fn tree_last<N: TreeNode>(nodes: &[N], root: u32) -> u32 {
+    let mut x = root;
+    if x == NIL {
+        return NIL;
+    }
+    while nodes[x as usize].tree_links().child[RIGHT] != NIL {
+        x = nodes[x as usize].tree_links().child[RIGHT];
+    }
+    x
+}
+
 /// The node after (`side` `RIGHT`) or before (`LEFT`) `x` in key order,
 /// or `NIL`.
 #[inline]

@@ -16,9 +16,15 @@ pub mod bfq;
 pub mod completions;
 pub mod deadline;
 mod intrusive;
+pub mod noop;
 pub mod sched;
 pub mod sched_bfq;
 pub mod sched_deadline;
+pub mod sched_noop;
+pub mod sched_sio;
+pub mod sched_vr;
+pub mod sio;
 pub mod types;
+pub mod vr;
 
 pub use types::*;
