@@ -26,7 +26,7 @@ fio_q() { fio --minimal --output=/tmp/fio.out "$@" < /dev/null > /tmp/fio.log 2>
 # The emulated disks' tests (EMULATED_TESTS), in a file of their own.
 . "$(dirname "$(readlink -f "$0")")/tests_emulated.sh"
 
-ALL_TESTS="policy_selftest select_every_scheduler write_verify switch_under_io rmmod_in_use tunables_reject_bad_input nr_requests_under_io read_starvation fairness bfq_tunables short_lived_procs kmemleak"
+ALL_TESTS="policy_selftest select_every_scheduler write_verify switch_under_io rmmod_in_use tunables_reject_bad_input historical_tunables nr_requests_under_io read_starvation fairness bfq_tunables short_lived_procs kmemleak"
 TESTS=${TESTS:-$ALL_TESTS}
 
 # --- policy_selftest: the policy crate's checks, run inside the kernel by
@@ -300,6 +300,60 @@ tunables_reject_bad_input() {
 		esac
 		tunable_case $n "$f" "$good" $bad_values $extra
 	done
+}
+
+# The schedulers today's kernels lost, as Rust elevators: each line is the
+# elevator, its historical name (the elevator alias), and its tunables with
+# the defaults of the source it ports ("-": none). docs/design/old-schedulers.md.
+HISTORICAL="rust-noop noop -
+rust-sio sio async_read_expire=4000 async_write_expire=16000 fifo_batch=8 sync_read_expire=500 sync_write_expire=2000 writes_starved=0
+rust-vr vr async_expire=5000 fifo_batch=1 rev_penalty=1 sync_expire=500"
+
+# --- historical_tunables: each old scheduler's elevator that was built is
+# selected by its historical name, lists exactly its source's tunables with
+# their defaults, and each tunable rejects bad input with EINVAL keeping its
+# value and takes a valid one.
+historical_tunables() {
+	local dev=${DEVICES%% *} q el alias want n=0 cases=0 got t f
+	q=/sys/block/$(devname "$dev")/queue
+	while read -r el alias want; do
+		case " $SCHEDULERS " in *" $el "*) ;; *) continue ;; esac
+		[ "$want" = - ] && want=""
+		cases=$((cases + 1 + $(echo $want | wc -w)))
+	done <<< "$HISTORICAL"
+	if [ $cases = 0 ]; then
+		echo "none of $(echo "$HISTORICAL" | cut -d' ' -f1 | tr '\n' ' ')built" > /tmp/skip
+		out "    1..0"
+		return
+	fi
+	out "    1..$cases"
+	while read -r el alias want; do
+		case " $SCHEDULERS " in *" $el "*) ;; *) continue ;; esac
+		[ "$want" = - ] && want=""
+		n=$((n + 1))
+		if ! echo "$alias" > "$q/scheduler" 2>/dev/null || [ "$(current_sched "$dev")" != "$el" ]; then
+			out "    not ok $n ${el}_by_alias_$alias # '$alias' selects '$(current_sched "$dev")'"
+			for t in $want; do n=$((n + 1)); out "    not ok $n $el:${t%%=*} # not selected"; done
+			continue
+		fi
+		got=""
+		for t in $(ls "$q/iosched" | sort); do got="$got $t=$(cat "$q/iosched/$t")"; done
+		if [ "${got# }" = "$want" ]; then
+			out "    ok $n ${el}_by_alias_${alias}_with_the_source_defaults"
+		else
+			out "    # $el: want '$want', has '${got# }'"
+			out "    not ok $n ${el}_by_alias_${alias}_with_the_source_defaults"
+		fi
+		for t in $want; do
+			n=$((n + 1))
+			f=$q/iosched/${t%%=*}
+			if [ ! -e "$f" ]; then
+				out "    not ok $n $el:${t%%=*} # missing"
+				continue
+			fi
+			tunable_case $n "$f" $(( ${t#*=} + 3 )) $bad_values
+		done
+	done <<< "$HISTORICAL"
 }
 
 # --- nr_requests_under_io: nr_requests changes every 0.3 s while fio runs

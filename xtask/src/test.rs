@@ -20,6 +20,7 @@ const GUEST_TESTS: &[&str] = &[
     "switch_under_io",
     "rmmod_in_use",
     "tunables_reject_bad_input",
+    "historical_tunables",
     "nr_requests_under_io",
     "read_starvation",
     "fairness",
