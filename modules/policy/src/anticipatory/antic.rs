@@ -117,6 +117,14 @@ where
         if self.status == AnticStatus::Off {
             if self.io_context == NIL || self.ioc_finished {
                 self.antic_wait_next();
+            } else if self.ctx(self.io_context).owned <= self.ctx(self.io_context).queued {
+                // None of the process's requests is out: its last one went
+                // back into the sort tree after a requeue and was merged
+                // away, and no completion will come. The wait is timed
+                // from now.
+                self.antic_start = now;
+                self.ioc_finished = true;
+                self.antic_wait_next();
             } else {
                 self.status = AnticStatus::WaitRequest;
             }
@@ -233,11 +241,11 @@ where
         mean > distance
     }
 
-    /// C's `as_completed_request()` for a request dispatched from the sort
-    /// trees, `s` as it was.
-    pub(super) fn completed_sorted(&mut self, s: &Slot, now: Nanos) {
+    /// A request dispatched from the sort trees is no longer out (it
+    /// completed, was merged away after a requeue, or went back into its
+    /// tree): if it was the old batch's last one, the new batch starts.
+    pub(super) fn dispatched_done(&mut self, now: Nanos) {
         if self.changed_batch && self.nr_dispatched == 1 {
-            // The old batch's last request: the new one starts.
             self.current_batch_expires = now.wrapping_add(self.batch_expire[self.batch_dir]);
             self.kick = true;
             self.changed_batch = false;
@@ -246,6 +254,12 @@ where
             }
         }
         self.nr_dispatched = self.nr_dispatched.saturating_sub(1);
+    }
+
+    /// C's `as_completed_request()` for a request dispatched from the sort
+    /// trees, `s` as it was.
+    pub(super) fn completed_sorted(&mut self, s: &Slot, now: Nanos) {
+        self.dispatched_done(now);
         // A sync batch's time starts at its first completion, which also
         // measures the async batch before it.
         if self.new_batch && self.batch_dir == s.dir() {

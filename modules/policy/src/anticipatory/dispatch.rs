@@ -60,8 +60,11 @@ where
             Pick::Request(x) => x,
         };
         if self.changed_batch {
-            // The new batch starts once the old one's requests completed.
+            // The new batch starts once the old one's requests completed,
+            // with its oldest request (C: with whatever elevator order
+            // gives then).
             if self.nr_dispatched != 0 {
+                self.fifo_start = true;
                 return Dispatch::Empty;
             }
             if dir == ASYNC {
@@ -78,9 +81,16 @@ where
     /// The request to dispatch, as the body of `as_dispatch_request()`
     /// chooses it; `Err` if it anticipates instead.
     fn pick(&mut self, reads: bool, writes: bool, now: Nanos) -> Result<Pick, Dispatch> {
+        let fifo_start = core::mem::take(&mut self.fifo_start);
         if !(reads && writes && self.batch_expired(now)) {
-            // The batch goes on, or only one direction has requests.
-            let rq = self.next_rq[self.batch_dir];
+            // The batch goes on, or only one direction has requests. A new
+            // batch that had to wait for the old one starts with its FIFO
+            // head.
+            let rq = if fifo_start {
+                self.fifos[self.batch_dir].head
+            } else {
+                self.next_rq[self.batch_dir]
+            };
             if self.batch_dir == SYNC && self.antic_expire != 0 {
                 if self.fifo_expired(SYNC, now) {
                     return Ok(Pick::Expired);
@@ -170,13 +180,13 @@ where
         self.nr_dispatched = self.nr_dispatched.saturating_add(1);
     }
 
-    /// A counted request goes back into the sort tree: it counts as never
-    /// dispatched.
-    pub(super) fn uncount(&mut self, x: u32) {
+    /// A counted request goes back into the sort tree: it is no longer
+    /// out, and counts as never dispatched.
+    pub(super) fn uncount(&mut self, x: u32, now: Nanos) {
         let s = self.at_mut(x);
         if s.counted {
             s.counted = false;
-            self.nr_dispatched = self.nr_dispatched.saturating_sub(1);
+            self.dispatched_done(now);
         }
     }
 

@@ -114,6 +114,17 @@
 //!   [`Anticipatory::after_completion`] says when a completion must arm
 //!   the timer or run the queue (C's `kblockd_schedule_work()` after the
 //!   last request of an old batch).
+//! * **A new batch starts with its oldest request.** C chose the FIFO
+//!   head when it changed direction, but if requests of the old batch
+//!   were still out it waited for them and then went on in elevator order
+//!   from wherever that direction had last been. On a device that queues
+//!   (blk-mq asks for a request whenever the driver has room) that is the
+//!   usual case, and a request behind in elevator order could be passed
+//!   over batch after batch, since within a batch shorter than the expire
+//!   interval its FIFO is never checked. Here the batch starts with the
+//!   FIFO head either way, which bounds how long the oldest request of a
+//!   direction waits: two expire intervals, or the other direction's
+//!   batch and a wait for a reader, plus a few service times.
 //! * **Processes** are issuers: a bounded table of per-process slots
 //!   handed in by the caller (in the kernel, one per process I/O context,
 //!   through its `io_cq`), of which the last is for requests with no
@@ -463,6 +474,9 @@ where
     current_write_count: u32,
     /// The async batch ran out of requests before its time.
     write_batch_idled: bool,
+    /// The new batch waited for the old one's requests to complete: it
+    /// starts with its FIFO head.
+    fifo_start: bool,
     status: AnticStatus,
     /// When the anticipated process's latest request completed.
     antic_start: Nanos,
@@ -558,6 +572,7 @@ where
             write_batch_count: (Self::DEFAULT_WRITE_BATCH_EXPIRE_MS / 10).max(2),
             current_write_count: 0,
             write_batch_idled: false,
+            fifo_start: false,
             status: AnticStatus::Off,
             antic_start: 0,
             antic_deadline: 0,
@@ -736,7 +751,7 @@ where
         }
         if !fresh {
             // Back into the sort tree: as if it had never gone out.
-            self.uncount(x);
+            self.uncount(x, now);
         } else if dir == SYNC {
             self.update_iohist(self.at(x).context, x, now);
         }
@@ -884,12 +899,12 @@ where
             }
         }
         self.at_mut(n).state = State::Free;
-        if sn.counted {
-            // A requeued request went out once: it no longer will.
-            self.at_mut(n).counted = false;
-            self.nr_dispatched = self.nr_dispatched.saturating_sub(1);
-        }
         let now = self.now;
+        if sn.counted {
+            // A requeued request, out once: it is done as if it completed.
+            self.at_mut(n).counted = false;
+            self.completed_sorted(&sn, now);
+        }
         self.put_context(sn.context, sn.dir() == SYNC, now);
         self.release_request(sn.context);
     }
