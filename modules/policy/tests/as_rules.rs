@@ -245,6 +245,27 @@ fn old_batch_drains_before_the_new_one_starts() {
 }
 
 #[test]
+fn a_new_batch_that_waited_for_the_old_one_starts_with_its_oldest_request() {
+    let mut a = sched(8);
+    a.insert(0, &read(0, 10_000), false, 0);
+    take(&mut a, 0);
+    // No reads: a write batch, its first write left on the device.
+    a.insert(1, &write(1, 1 << 30), false, 0);
+    a.insert(2, &write(1, (1 << 30) + 8), false, 0);
+    assert_eq!(a.dispatch(7 * MS), Dispatch::Request(1));
+    // Reads: the oldest behind where the last sync batch ended, the newer
+    // one just after it.
+    a.insert(3, &read(2, 0), false, 8 * MS);
+    a.insert(4, &read(0, 10_016), false, 9 * MS);
+    // The write batch is over; the reads wait for the write to complete.
+    assert_eq!(a.dispatch(200 * MS), Dispatch::Empty);
+    a.completed(1, 201 * MS);
+    assert_eq!(a.after_completion(), AfterCompletion::RunNow);
+    // C would go on in elevator order (4); the batch starts at its oldest.
+    assert_eq!(take(&mut a, 201 * MS), 3);
+}
+
+#[test]
 fn write_batch_count_doubles_when_writes_finish_early() {
     let mut a = mixed(40, 80);
     take(&mut a, 0);
