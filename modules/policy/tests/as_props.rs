@@ -54,8 +54,10 @@ enum Step {
     },
     Dispatch,
     Complete(usize),
-    /// Requeue an in-flight request; it is inserted again, at head or not.
-    Requeue(usize, bool),
+    /// The driver gives an in-flight request back.
+    Requeue(usize),
+    /// A request given back is inserted again, at head or not.
+    Reinsert(usize, bool),
     /// Probe for a front merge at a queued request's start and, on a hit,
     /// grow it at its front.
     FrontMerge(usize, u32),
@@ -95,7 +97,8 @@ fn step() -> impl Strategy<Value = Step> {
             }),
         10 => Just(Step::Dispatch),
         6 => any::<usize>().prop_map(Step::Complete),
-        1 => (any::<usize>(), any::<bool>()).prop_map(|(t, h)| Step::Requeue(t, h)),
+        1 => any::<usize>().prop_map(Step::Requeue),
+        1 => (any::<usize>(), any::<bool>()).prop_map(|(t, h)| Step::Reinsert(t, h)),
         1 => (any::<usize>(), 1..16u32).prop_map(|(t, g)| Step::FrontMerge(t, g)),
         1 => (any::<usize>(), any::<usize>()).prop_map(|(a, b)| Step::MergeRequests(a, b)),
         1 => (0..ISSUERS + 1).prop_map(Step::Exit),
@@ -183,6 +186,16 @@ impl Model {
         Ok(d)
     }
 
+    fn reinsert(&mut self, a: &mut As, t: usize, at_head: bool) {
+        a.insert(t, &self.desc[t], at_head, self.now);
+        if at_head {
+            self.st[t] = St::AtHead;
+            self.at_head.push(t);
+        } else {
+            self.st[t] = St::Queued;
+        }
+    }
+
     fn complete(&mut self, a: &mut As, t: usize) {
         a.completed(t, self.now);
         self.st[t] = St::Free;
@@ -250,17 +263,16 @@ fn run_ops(steps: Vec<Step>, cap: usize, start: Nanos) -> Result<(), TestCaseErr
                     }
                 }
             }
-            Step::Requeue(n, at_head) => {
+            Step::Requeue(n) => {
                 if let Some(t) = m.pick(n, |s| s == St::InFlight) {
                     a.requeued(t, m.now);
                     m.out[t] -= 1;
-                    a.insert(t, &m.desc[t], at_head, m.now);
-                    if at_head {
-                        m.st[t] = St::AtHead;
-                        m.at_head.push(t);
-                    } else {
-                        m.st[t] = St::Queued;
-                    }
+                    m.st[t] = St::Requeued;
+                }
+            }
+            Step::Reinsert(n, at_head) => {
+                if let Some(t) = m.pick(n, |s| s == St::Requeued) {
+                    m.reinsert(&mut a, t, at_head);
                 }
             }
             Step::FrontMerge(n, grow) => {
@@ -312,8 +324,10 @@ fn run_ops(steps: Vec<Step>, cap: usize, start: Nanos) -> Result<(), TestCaseErr
     // each once.
     for _ in 0..10 * cap + 10 {
         for t in 0..cap {
-            if m.st[t] == St::InFlight {
-                m.complete(&mut a, t);
+            match m.st[t] {
+                St::InFlight => m.complete(&mut a, t),
+                St::Requeued => m.reinsert(&mut a, t, t % 2 == 0),
+                _ => {}
             }
         }
         match m.dispatch(&mut a)? {
