@@ -5,7 +5,7 @@
 
 use crate::device::Device;
 use crate::fifo::Fifo;
-use crate::sim::{bfq, deadline, Machine, Reader, Sim, SEC};
+use crate::sim::{anticipatory, bfq, deadline, Machine, Reader, Sim, SEC};
 use ironlift_policy::sched::SchedPolicy;
 use ironlift_policy::Nanos;
 
@@ -18,11 +18,19 @@ pub enum Scheduler {
     Deadline,
     /// rust-bfq's policy, with its deferred completions.
     Bfq,
+    /// rust-as's policy (the anticipatory scheduler), with its deferred
+    /// completions.
+    As,
 }
 
 impl Scheduler {
     /// All of them, in report order.
-    pub const ALL: [Scheduler; 3] = [Scheduler::None, Scheduler::Deadline, Scheduler::Bfq];
+    pub const ALL: [Scheduler; 4] = [
+        Scheduler::None,
+        Scheduler::Deadline,
+        Scheduler::Bfq,
+        Scheduler::As,
+    ];
 }
 
 /// What a run gives.
@@ -84,6 +92,10 @@ pub fn run(
         }
         Scheduler::Bfq => {
             let p = bfq(&m, dev.as_ref(), readers.len());
+            go(Sim::new(m, dev, p, readers, window, true), until)
+        }
+        Scheduler::As => {
+            let p = anticipatory(&m, readers.len());
             go(Sim::new(m, dev, p, readers, window, true), until)
         }
     }

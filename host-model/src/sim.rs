@@ -12,6 +12,7 @@
 //! over at once.
 
 use crate::device::{Command, Completion, Device, Id};
+use ironlift_policy::anticipatory::{Anticipatory, ContextSlot, Slot as AsSlot};
 use ironlift_policy::bfq::{Bfq, IssuerSlot, ReqSlot};
 use ironlift_policy::deadline::{Deadline, Slot};
 use ironlift_policy::sched::{Core, Effect, SchedPolicy, Shared};
@@ -24,6 +25,8 @@ use std::sync::atomic::AtomicU64;
 pub type B = Bfq<Vec<ReqSlot>, Vec<IssuerSlot>>;
 /// The deadline policy over a vector.
 pub type D = Deadline<Vec<Slot>>;
+/// The anticipatory policy over vectors.
+pub type A = Anticipatory<Vec<AsSlot>, Vec<ContextSlot>>;
 
 /// A millisecond.
 pub const MS: Nanos = NSEC_PER_MSEC;
@@ -198,6 +201,16 @@ pub fn deadline(m: &Machine) -> D {
         .expect("storage for at least one request");
     d.depth_updated(m.sched_tags as u32);
     d
+}
+
+/// rust-as's policy, with a process slot for each of `issuers` processes
+/// and the shared one.
+pub fn anticipatory(m: &Machine, issuers: usize) -> A {
+    Anticipatory::new(
+        vec![AsSlot::default(); m.sched_tags],
+        vec![ContextSlot::default(); issuers + 1],
+    )
+    .expect("storage for at least one request and one process")
 }
 
 impl<P: SchedPolicy> Sim<P> {
