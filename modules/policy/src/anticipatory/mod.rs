@@ -55,7 +55,9 @@
 //!   `ANTIC_WAIT_REQ`); from its completion it lasts `antic_expire` (C's
 //!   `ANTIC_WAIT_NEXT` and `antic_timer`). It ends early when a request
 //!   arrives that breaks it by the same rules (the process's own next
-//!   request, most of all). `antic_expire` 0 turns anticipation off.
+//!   request, most of all). `antic_expire` 0 turns anticipation off. It
+//!   waits on any device, as C did (its test for non-rotational devices
+//!   was compiled out).
 //! * **Per-process statistics** (C's `as_io_context`, one per issuer):
 //!   the think time between the completion of a process's sync request
 //!   and its next one (capped at 20 ms), and the seek distance between its
