@@ -107,7 +107,9 @@
 //!   and AS keeps no account of them. A request the driver gave back is
 //!   still counted as dispatched, as C's requeue kept it `REQ_SORTED`; if
 //!   it is inserted back into the sort tree instead, it counts as never
-//!   dispatched.
+//!   dispatched, and if it is merged away, as completed. Should the
+//!   process waited for have nothing out any more for that reason, the
+//!   wait is timed from the decision to wait, as no completion will come.
 //! * **The timer** is the module's rerun timer: waiting answers
 //!   [`Dispatch::IdleUntil`] with the end of the wait (once the request
 //!   completed; before, [`Dispatch::Empty`], as C arms nothing until
