@@ -5,7 +5,7 @@
 
 use crate::device::Device;
 use crate::fifo::Fifo;
-use crate::sim::{bfq, deadline, noop, sio, vr, Io, Machine, Reader, Sim, SEC};
+use crate::sim::{anticipatory, bfq, deadline, noop, sio, vr, Io, Machine, Reader, Sim, SEC};
 use ironlift_policy::sched::SchedPolicy;
 use ironlift_policy::Nanos;
 
@@ -24,17 +24,21 @@ pub enum Scheduler {
     Sio,
     /// rust-vr's policy: sector order with a reversal penalty, deadlines.
     Vr,
+    /// rust-as's policy (the anticipatory scheduler), with its deferred
+    /// completions.
+    As,
 }
 
 impl Scheduler {
     /// All of them, in report order.
-    pub const ALL: [Scheduler; 6] = [
+    pub const ALL: [Scheduler; 7] = [
         Scheduler::None,
         Scheduler::Deadline,
         Scheduler::Bfq,
         Scheduler::Noop,
         Scheduler::Sio,
         Scheduler::Vr,
+        Scheduler::As,
     ];
 
     /// The elevator's name in the guest (`none` for no scheduler).
@@ -46,6 +50,7 @@ impl Scheduler {
             Scheduler::Noop => "rust-noop",
             Scheduler::Sio => "rust-sio",
             Scheduler::Vr => "rust-vr",
+            Scheduler::As => "rust-as",
         }
     }
 }
@@ -121,6 +126,10 @@ pub fn run(
         }
         Scheduler::Vr => {
             let p = vr(&m);
+            go(Sim::new(m, dev, p, readers, window, true), until)
+        }
+        Scheduler::As => {
+            let p = anticipatory(&m, readers.len());
             go(Sim::new(m, dev, p, readers, window, true), until)
         }
     }

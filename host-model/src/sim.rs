@@ -12,6 +12,7 @@
 //! over at once.
 
 use crate::device::{Command, Completion, Device, Id};
+use ironlift_policy::anticipatory::{Anticipatory, ContextSlot, Slot as AsSlot};
 use ironlift_policy::bfq::{Bfq, IssuerSlot, ReqSlot};
 use ironlift_policy::deadline::{Deadline, Slot};
 use ironlift_policy::noop::{self, Noop};
@@ -33,6 +34,8 @@ pub type N = Noop<Vec<noop::Slot>>;
 pub type S = Sio<Vec<sio::Slot>>;
 /// The V(R) policy over a vector.
 pub type V = Vr<Vec<vr::Slot>>;
+/// The anticipatory policy over vectors.
+pub type A = Anticipatory<Vec<AsSlot>, Vec<ContextSlot>>;
 
 /// A millisecond.
 pub const MS: Nanos = NSEC_PER_MSEC;
@@ -249,6 +252,16 @@ pub fn sio(m: &Machine) -> S {
 /// rust-vr's policy, with the C's defaults.
 pub fn vr(m: &Machine) -> V {
     Vr::new(vec![vr::Slot::default(); m.sched_tags]).expect("storage for at least one request")
+}
+
+/// rust-as's policy, with a process slot for each of `issuers` processes
+/// and the shared one.
+pub fn anticipatory(m: &Machine, issuers: usize) -> A {
+    Anticipatory::new(
+        vec![AsSlot::default(); m.sched_tags],
+        vec![ContextSlot::default(); issuers + 1],
+    )
+    .expect("storage for at least one request and one process")
 }
 
 impl<P: SchedPolicy> Sim<P> {

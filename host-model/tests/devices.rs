@@ -5,7 +5,7 @@
 
 use ironlift_host_model::device::{by_name, Device, Flash};
 use ironlift_host_model::scenario::{alone_time, fio, run, startup_time, Scheduler};
-use ironlift_host_model::sim::{Machine, MS, SEC};
+use ironlift_host_model::sim::{anticipatory, Machine, Reader, Sim, MS, SEC};
 use ironlift_policy::Nanos;
 
 const M: Machine = Machine {
@@ -56,6 +56,74 @@ fn hdd_two_sequential_readers_bfq_keeps_the_head_on_one() {
         "bfq {bm:.1} MB/s: one sequential reader alone gets {alone:.1}"
     );
     assert!((0.8..=1.25).contains(&split), "bfq's split {split:.2}");
+}
+
+#[test]
+fn hdd_sequential_reader_beside_a_random_one_keeps_its_throughput_under_as() {
+    // What the anticipatory scheduler was built for ("deceptive
+    // idleness"): a process reading 64 KiB at a time, one read in flight,
+    // and another reading 4 KiB at random far away, also one at a time.
+    // Served request by request (none, deadline), the head goes to the
+    // random reader whenever the sequential one is between two reads, and
+    // back: a seek each way per 64 KiB. AS waits up to 6 ms for the
+    // sequential reader's next read after each completion, which comes
+    // within microseconds, and serves the random reader when its read
+    // expires (read_expire, 125 ms).
+    let seq = fio(0, 128, 1, 0);
+    let random = fio(1 << 30, 8, 1, 1 << 24);
+    let window = (2 * SEC, 12 * SEC);
+    let secs = (window.1 - window.0) as f64 / SEC as f64;
+    let mb_s = |bytes: u64| bytes as f64 / secs / 1e6;
+    let solo = mb_s(run(M, hdd(), Scheduler::None, &[seq], window, window.1).bytes[0]);
+    let got = |s| {
+        let o = run(M, hdd(), s, &[seq, random], window, window.1);
+        (mb_s(o.bytes[0]), o.bytes[1] as f64 / secs / 4096.0)
+    };
+    let (none, deadline, as_) = (
+        got(Scheduler::None),
+        got(Scheduler::Deadline),
+        got(Scheduler::As),
+    );
+    eprintln!(
+        "hdd sequential 64 KiB reader, solo {solo:.1} MB/s; beside a random 4 KiB reader: \
+         none {:.1} MB/s ({:.0} random IOPS), deadline {:.1} ({:.0}), as {:.1} ({:.0})",
+        none.0, none.1, deadline.0, deadline.1, as_.0, as_.1
+    );
+    assert!(as_.0 > 0.75 * solo, "as {:.1} MB/s, solo {solo:.1}", as_.0);
+    assert!(
+        none.0 < 0.1 * solo,
+        "none {:.1} MB/s, solo {solo:.1}",
+        none.0
+    );
+    assert!(deadline.0 < 0.1 * solo, "deadline {:.1} MB/s", deadline.0);
+    // The random reader is not starved: about one read per read_expire.
+    assert!(as_.1 > 6.0, "as: {:.1} random IOPS", as_.1);
+}
+
+#[test]
+fn hdd_as_deferred_completions_change_nothing() {
+    // rust-as hands a completion to the policy at once only while requests
+    // are queued, else at the next insertion or dispatch, with its time
+    // (the module core's `TimedLog`): the same bytes and requests either
+    // way.
+    let seq = fio(0, 128, 1, 0);
+    let random = fio(1 << 30, 8, 1, 1 << 24);
+    let window = (SEC, 4 * SEC);
+    let go = |readers: &[Reader], defer| {
+        let p = anticipatory(&M, readers.len());
+        let mut sim = Sim::new(M, hdd(), p, readers, window, defer);
+        sim.run(window.1);
+        let bytes: Vec<u64> = sim.readers.iter().map(|r| r.bytes).collect();
+        ((bytes, sim.requests), sim.deferred)
+    };
+    let mut deferred = 0;
+    for readers in [&[seq][..], &[seq, random], &[random]] {
+        let (a, _) = go(readers, false);
+        let (b, n) = go(readers, true);
+        assert_eq!(a, b);
+        deferred += n;
+    }
+    assert!(deferred > 0, "no completion was deferred");
 }
 
 #[test]

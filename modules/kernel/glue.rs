@@ -30,7 +30,7 @@
 //!   under which `exit_icq` takes ours).
 
 use super::completions::Completions;
-use super::sched::{Core, Effect, SchedPolicy, Shared};
+use super::sched::{ContextIssuers, Core, Effect, SchedPolicy, Shared};
 use super::types::{IoPrio, IssuerId, MergeProbe, Op, RequestDesc};
 use core::marker::PhantomData;
 use core::sync::atomic::AtomicU64;
@@ -392,6 +392,39 @@ impl<S: Scheduler> Elevator for PolicyElevator<S> {
             .set_tunable(&self.shared, index, text)
             .map_err(|_| EINVAL)
     }
+}
+
+/// [`Scheduler::issuer`] for a policy whose issuers are process I/O
+/// contexts: the issuer the request's context holds in its word
+/// ([`ContextIssuers`]), taking a free one at its first request; the
+/// shared one for a request without a context.
+#[inline]
+pub(crate) fn context_issuer<P: SchedPolicy>(
+    issuers: &mut ContextIssuers,
+    policy: &P,
+    rq: &RequestRef,
+    at_head: bool,
+) -> IssuerId {
+    let Some(icq) = rq.io_cq() else {
+        return issuers.shared();
+    };
+    let mut word = icq.private();
+    let was = word;
+    let issuer = issuers.issuer(policy, &mut word, at_head);
+    if word != was {
+        icq.set_private(word);
+    }
+    issuer
+}
+
+/// [`Scheduler::exit_context`] for a policy whose issuers are process I/O
+/// contexts: the issuer the context had of its own; its word now sends any
+/// later request to the shared one.
+pub(crate) fn context_exit(issuers: &ContextIssuers, icq: &IoCq) -> Option<IssuerId> {
+    let mut word = icq.private();
+    let issuer = issuers.exit(&mut word);
+    icq.set_private(word);
+    issuer
 }
 
 /// The policy's view of a block-layer operation.

@@ -15,6 +15,9 @@ use kernel::prelude::*;
 // The selftest has no sysfs tunables: the policy's re-exported names go
 // unused here.
 #[allow(dead_code, unused_imports, unreachable_pub, missing_docs)]
+#[path = "../policy/src/anticipatory/mod.rs"]
+mod anticipatory;
+#[allow(dead_code, unused_imports, unreachable_pub, missing_docs)]
 #[path = "../policy/src/deadline/mod.rs"]
 mod deadline;
 #[allow(dead_code, unreachable_pub, missing_docs)]
@@ -24,6 +27,7 @@ mod intrusive;
 #[path = "../policy/src/types.rs"]
 mod types;
 
+use anticipatory::{AnticStatus, Anticipatory, ContextSlot};
 use deadline::{Deadline, Slot};
 use kernel::alloc::{flags::GFP_KERNEL, KVec};
 use types::{
@@ -106,6 +110,47 @@ fn deadline_scenario() -> bool {
     ok_order && !dd.has_work() && dd.dispatch(20) == Dispatch::Empty && tunables
 }
 
+fn anticipatory_scenario() -> bool {
+    let Ok(mut v) = KVec::from_elem(anticipatory::Slot::default(), 8, GFP_KERNEL) else {
+        return false;
+    };
+    let Ok(mut c) = KVec::from_elem(ContextSlot::default(), 4, GFP_KERNEL) else {
+        return false;
+    };
+    let Ok(mut a) = Anticipatory::new(&mut v[..], &mut c[..]) else {
+        return false;
+    };
+    let ms = 1_000_000;
+    let read = |issuer, sector| RequestDesc {
+        sector,
+        sectors: 8,
+        issuer,
+        ..RequestDesc::default()
+    };
+    // Process 0 reads at 0, process 1 far away. After process 0's read
+    // went out, AS waits for its next one: until the read completes, then
+    // for 6 ms (antic_expire).
+    a.insert(0, &read(0, 0), false, 0);
+    a.insert(1, &read(1, 10_000_000), false, 0);
+    let first = a.dispatch(0) == Dispatch::Request(0);
+    let waits = a.dispatch(0) == Dispatch::Empty && a.status() == AnticStatus::WaitRequest;
+    a.completed(0, ms);
+    let timed = a.dispatch(2 * ms) == Dispatch::IdleUntil(7 * ms);
+    // Its next read, close by, ends the wait and goes first.
+    a.insert(2, &read(0, 8), false, 3 * ms);
+    let next = a.dispatch(3 * ms) == Dispatch::Request(2);
+    a.completed(2, 3 * ms);
+    // Then the wait for it times out, and process 1's read goes.
+    let timeout = a.dispatch(9 * ms) == Dispatch::Request(1);
+    a.completed(1, 10 * ms);
+    let tunables = a.set_tunable("antic_expire", "-1") == Err(TunableError::OutOfRange)
+        && a.set_tunable("est_time", "1") == Err(TunableError::ReadOnly)
+        && a.tunable("antic_expire") == Ok(6)
+        && a.set_tunable("antic_expire", "8\n").is_ok()
+        && a.tunable("antic_expire") == Ok(8);
+    first && waits && timed && next && timeout && tunables && !a.has_work()
+}
+
 const CHECKS: &[Check] = &[
     Check {
         name: "sysfs_parsing",
@@ -118,6 +163,10 @@ const CHECKS: &[Check] = &[
     Check {
         name: "deadline_scenario",
         run: deadline_scenario,
+    },
+    Check {
+        name: "anticipatory_scenario",
+        run: anticipatory_scenario,
     },
 ];
 

@@ -127,23 +127,11 @@ impl Scheduler for RustBfq {
         rq: &RequestRef,
         at_head: bool,
     ) -> IssuerId {
-        let Some(icq) = rq.io_cq() else {
-            return issuers.shared();
-        };
-        let mut word = icq.private();
-        let was = word;
-        let issuer = issuers.issuer(policy, &mut word, at_head);
-        if word != was {
-            icq.set_private(word);
-        }
-        issuer
+        glue::context_issuer(issuers, policy, rq, at_head)
     }
 
     fn exit_context(issuers: &ContextIssuers, icq: &IoCq) -> Option<IssuerId> {
-        let mut word = icq.private();
-        let issuer = issuers.exit(&mut word);
-        icq.set_private(word);
-        issuer
+        glue::context_exit(issuers, icq)
     }
 
     #[inline]

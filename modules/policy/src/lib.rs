@@ -12,12 +12,14 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod anticipatory;
 pub mod bfq;
 pub mod completions;
 pub mod deadline;
 mod intrusive;
 pub mod noop;
 pub mod sched;
+pub mod sched_as;
 pub mod sched_bfq;
 pub mod sched_deadline;
 pub mod sched_noop;

@@ -195,6 +195,8 @@ pub enum TunableError {
     Invalid,
     /// A number, but outside the tunable's range (kernel: `-EINVAL`).
     OutOfRange,
+    /// The tunable can only be read (kernel: `-EINVAL`).
+    ReadOnly,
 }
 
 /// Why a policy could not be set up.
