@@ -304,10 +304,12 @@ tunables_reject_bad_input() {
 
 # The schedulers today's kernels lost, as Rust elevators: each line is the
 # elevator, its historical name (the elevator alias), and its tunables with
-# the defaults of the source it ports ("-": none). docs/design/old-schedulers.md.
+# the defaults of the source it ports ("-": none; "ro": read-only, a value
+# the scheduler measures). docs/design/old-schedulers.md.
 HISTORICAL="rust-noop noop -
 rust-sio sio async_read_expire=4000 async_write_expire=16000 fifo_batch=8 sync_read_expire=500 sync_write_expire=2000 writes_starved=0
-rust-vr vr async_expire=5000 fifo_batch=1 rev_penalty=1 sync_expire=500"
+rust-vr vr async_expire=5000 fifo_batch=1 rev_penalty=1 sync_expire=500
+rust-as anticipatory antic_expire=6 est_time=ro read_batch_expire=500 read_expire=125 write_batch_expire=125 write_expire=250"
 
 # --- historical_tunables: each old scheduler's elevator that was built is
 # selected by its historical name, lists exactly its source's tunables with
@@ -337,7 +339,12 @@ historical_tunables() {
 			continue
 		fi
 		got=""
-		for t in $(ls "$q/iosched" | sort); do got="$got $t=$(cat "$q/iosched/$t")"; done
+		for t in $(ls "$q/iosched" | sort); do
+			case " $want " in
+			*" $t=ro "*) got="$got $t=ro" ;;
+			*) got="$got $t=$(cat "$q/iosched/$t")" ;;
+			esac
+		done
 		if [ "${got# }" = "$want" ]; then
 			out "    ok $n ${el}_by_alias_${alias}_with_the_source_defaults"
 		else
@@ -349,9 +356,15 @@ historical_tunables() {
 			f=$q/iosched/${t%%=*}
 			if [ ! -e "$f" ]; then
 				out "    not ok $n $el:${t%%=*} # missing"
-				continue
+			elif [ "${t#*=}" = ro ]; then
+				if echo 5 > "$f" 2>/tmp/tun.err || ! grep -q "Invalid argument" /tmp/tun.err; then
+					out "    not ok $n $(basename "$f") # a write to a read-only value was not refused with EINVAL"
+				else
+					out "    ok $n $(basename "$f")_read_only"
+				fi
+			else
+				tunable_case $n "$f" $(( ${t#*=} + 3 )) $bad_values
 			fi
-			tunable_case $n "$f" $(( ${t#*=} + 3 )) $bad_values
 		done
 	done <<< "$HISTORICAL"
 }
@@ -684,18 +697,24 @@ bfq_tunables() {
 # dd of 16 × 4 KiB direct reads or writes, beside one long-lived reader.
 # Every process must succeed, the scheduler must keep its issuer slots
 # straight (more processes than rust-bfq has slots, so slots are reused),
-# and I/O must still work afterwards. Run for bfq too, as the reference.
+# and I/O must still work afterwards. Run on every elevator that keeps
+# state per process (PER_PROCESS), and on bfq as the reference.
+PER_PROCESS="rust-bfq rust-as rust-cfq"
 short_lived_procs() {
-	if ! rb_available; then
-		echo "rust_bfq not built" > /tmp/skip
+	local scheds="" s
+	for s in $PER_PROCESS; do
+		case " $SCHEDULERS " in *" $s "*) scheds="$scheds $s" ;; esac
+	done
+	if [ -z "$scheds" ]; then
+		echo "none of $PER_PROCESS built" > /tmp/skip
 		out "    1..0"
 		return
 	fi
 	# 600 processes; 250 on the debug kernel, where each costs ~5 times more.
-	local dev=$SLOW_DEV waves=${PROCS_WAVES:-12} per=${PROCS_PER_WAVE:-50} s n=0
+	local dev=$SLOW_DEV waves=${PROCS_WAVES:-12} per=${PROCS_PER_WAVE:-50} n=0
 	[ "$KERNEL_FLAVOR" = debug ] && waves=${PROCS_WAVES:-5}
-	out "    1..2"
-	for s in bfq "$RB"; do
+	out "    1..$(echo bfq $scheds | wc -w)"
+	for s in bfq $scheds; do
 		n=$((n + 1))
 		if ! set_sched "$dev" "$s"; then
 			out "    not ok $n $s # cannot select"
