@@ -557,3 +557,104 @@ pub fn check_layout<P: SchedPolicy>(policy: &P) -> Result<(), &'static str> {
     }
     Ok(())
 }
+
+/// A policy whose issuers are slots that a process I/O context takes and
+/// the policy releases after the context's exit ([`SchedPolicy::issuer_exit`]).
+pub trait IssuerPool {
+    /// Whether issuer slot `issuer` is free to be given to a new context.
+    fn issuer_is_free(&self, issuer: IssuerId) -> bool;
+}
+
+/// Issuers for process I/O contexts, over `count` issuer slots of which
+/// the last is shared: each context keeps a word (its `io_cq`'s),
+/// [`ContextIssuers::UNASSIGNED`] at first. A context's first request
+/// takes a free slot of its own; requests without a context, contexts that
+/// found no free slot and contexts that exited use the shared one. A slot
+/// is free again once the policy released it after the context's exit
+/// ([`IssuerPool::issuer_is_free`]).
+pub struct ContextIssuers {
+    count: usize,
+    /// Where the search for a free slot starts.
+    next: usize,
+}
+
+impl ContextIssuers {
+    /// The word of a context that has no issuer yet.
+    pub const UNASSIGNED: usize = 0;
+    /// The word of a context that found no free slot.
+    const SHARED: usize = usize::MAX - 1;
+    /// The word of a context that exited.
+    const EXITED: usize = usize::MAX;
+
+    /// Issuers over `count` slots (at least 1).
+    pub const fn new(count: usize) -> Self {
+        ContextIssuers { count, next: 0 }
+    }
+
+    /// The shared issuer.
+    #[inline]
+    pub fn shared(&self) -> IssuerId {
+        self.count.saturating_sub(1)
+    }
+
+    /// The context's own issuer, if its word names one.
+    #[inline]
+    pub fn own(&self, word: usize) -> Option<IssuerId> {
+        match word {
+            Self::UNASSIGNED | Self::SHARED | Self::EXITED => None,
+            w if w - 1 < self.shared() => Some(w - 1),
+            _ => None,
+        }
+    }
+
+    /// The issuer of a request whose context has the word `word` (updated
+    /// when the context takes a slot or finds none). Requests inserted at
+    /// head go straight out and take no slot.
+    #[inline]
+    pub fn issuer(
+        &mut self,
+        policy: &impl IssuerPool,
+        word: &mut usize,
+        at_head: bool,
+    ) -> IssuerId {
+        if *word != Self::UNASSIGNED {
+            return self.own(*word).unwrap_or(self.shared());
+        }
+        if at_head {
+            return self.shared();
+        }
+        match self.free(policy) {
+            Some(id) => {
+                *word = id + 1;
+                id
+            }
+            None => {
+                *word = Self::SHARED;
+                self.shared()
+            }
+        }
+    }
+
+    /// A free slot (not the shared one), if any.
+    fn free(&mut self, policy: &impl IssuerPool) -> Option<IssuerId> {
+        let n = self.shared();
+        for k in 0..n {
+            let i = (self.next + k) % n;
+            if policy.issuer_is_free(i) {
+                self.next = (i + 1) % n;
+                return Some(i);
+            }
+        }
+        None
+    }
+
+    /// The context with the word `word` exits: the issuer it had of its
+    /// own, for [`SchedPolicy::issuer_exit`]. The word then sends the requests it
+    /// still makes to the shared slot (its own may go to another context
+    /// once released).
+    pub fn exit(&self, word: &mut usize) -> Option<IssuerId> {
+        let own = self.own(*word);
+        *word = Self::EXITED;
+        own
+    }
+}
