@@ -13,11 +13,13 @@
 #![warn(missing_docs)]
 
 pub mod bfq;
+pub mod cfq;
 pub mod completions;
 pub mod deadline;
 mod intrusive;
 pub mod sched;
 pub mod sched_bfq;
+pub mod sched_cfq;
 pub mod sched_deadline;
 pub mod types;
 
