@@ -7,7 +7,7 @@
 //! queue may preempt the one in service (`cfq_should_preempt`,
 //! `cfq_preempt_queue`).
 
-use super::{Ctx, Dispatch, Nanos, PrioClass, RqState, Tag, CLOSE_THR, NIL};
+use super::{time_key, Ctx, Dispatch, Nanos, PrioClass, RqState, Tag, CLOSE_THR, NIL};
 
 /// Where `cfq_select_queue` goes once it decided to leave the queue in
 /// service.
@@ -179,7 +179,7 @@ impl Ctx<'_> {
             let resid = if self.q(qi).slice_new {
                 self.scaled_slice(qi).min(i64::MAX as u64) as i64
             } else {
-                (self.q(qi).slice_end as i64).wrapping_sub(now as i64)
+                time_key(self.q(qi).slice_end).saturating_sub(time_key(now))
             };
             self.qm(qi).slice_resid = resid;
         }

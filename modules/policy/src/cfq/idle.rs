@@ -19,8 +19,8 @@ impl Ttime {
     pub(super) fn update(&mut self, now: Nanos, cap: Nanos) {
         let elapsed = now.saturating_sub(self.last_end_request).min(cap);
         self.samples = (7 * self.samples + 256) / 8;
-        self.total = (7u128 * u128::from(self.total) + 256 * u128::from(elapsed)) as u64 / 8;
-        self.mean = (self.total + 128) / self.samples.max(1);
+        self.total = ((7 * u128::from(self.total) + 256 * u128::from(elapsed)) / 8) as u64;
+        self.mean = self.total.saturating_add(128) / self.samples.max(1);
     }
 
     /// `sample_valid`: enough samples for the mean to count.

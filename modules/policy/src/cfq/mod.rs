@@ -259,6 +259,13 @@ const DEFAULT_TARGET_LATENCY: Nanos = NSEC_PER_SEC * 3 / 10;
 /// Async queues: real time levels 0..7, best effort levels 0..7, idle.
 pub const ASYNC_QUEUES: usize = 17;
 
+/// A time as a service-tree key (keys go a second before a time, and
+/// times past `i64::MAX` are not met in practice).
+#[inline]
+fn time_key(t: Nanos) -> i64 {
+    t.min(i64::MAX as u64) as i64
+}
+
 /// Workload types, in the order `cfq_choose_wl_type` looks at them.
 const ASYNC_WL: usize = 0;
 const SYNC_NOIDLE_WL: usize = 1;

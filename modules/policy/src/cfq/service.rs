@@ -9,8 +9,8 @@
 
 use super::super::intrusive::{self, Tree, RIGHT};
 use super::{
-    Ctx, Nanos, PrioClass, QueueSlot, ASYNC_WL, HIST_DIVISOR, IDLE_DELAY, IDLE_TREE, JIFFY, MIN_TT,
-    NIL, NO_TREE, NSEC_PER_SEC, SLICE_SCALE, SYNC_NOIDLE_WL, SYNC_WL,
+    time_key, Ctx, Nanos, PrioClass, QueueSlot, ASYNC_WL, HIST_DIVISOR, IDLE_DELAY, IDLE_TREE,
+    JIFFY, MIN_TT, NIL, NO_TREE, NSEC_PER_SEC, SLICE_SCALE, SYNC_NOIDLE_WL, SYNC_WL,
 };
 
 /// Class indexes (`PrioClass::index()`).
@@ -107,7 +107,7 @@ impl Ctx<'_> {
     /// before the tree's first.
     pub(super) fn service_tree_add(&mut self, qi: u32, add_front: bool, now: Nanos) {
         let st = st_of(self.class_of(qi), self.q(qi).wl_type());
-        let now_key = now as i64;
+        let now_key = time_key(now);
         let key = if self.q(qi).class == PrioClass::Idle {
             let last = self.st_last(st);
             let base = if last != NIL && last != qi {
@@ -282,7 +282,7 @@ impl Ctx<'_> {
     /// queues' share of `target_latency`.
     fn choose_wl_class_and_type(&mut self, now: Nanos) {
         let original = self.s.serving_class;
-        let now_key = now as i64;
+        let now_key = time_key(now);
         self.s.serving_class = if self.busy_in_class(RT) > 0 {
             RT
         } else if self.busy_in_class(BE) > 0 {
@@ -325,14 +325,14 @@ impl Ctx<'_> {
     /// `cfq_choose_cfqg` for the one group: the workload saved when its
     /// last queue expired goes on, else a new one is chosen.
     pub(super) fn choose_cfqg(&mut self, now: Nanos) {
-        let now_key = now as i64;
+        let now_key = time_key(now);
         if self.s.saved_wl_slice > 0 {
             self.s.workload_expires =
                 now_key.saturating_add(self.s.saved_wl_slice.min(i64::MAX as u64) as i64);
             self.s.serving_type = self.s.saved_type;
             self.s.serving_class = self.s.saved_class;
         } else {
-            self.s.workload_expires = now_key - 1;
+            self.s.workload_expires = now_key.saturating_sub(1);
         }
         self.choose_wl_class_and_type(now);
     }
@@ -340,9 +340,9 @@ impl Ctx<'_> {
     /// What `cfq_group_served` keeps of a queue's expiry with one group:
     /// the rest of the workload slice, its type and class.
     pub(super) fn save_workload(&mut self, now: Nanos) {
-        let now_key = now as i64;
+        let now_key = time_key(now);
         if self.s.workload_expires > now_key {
-            self.s.saved_wl_slice = (self.s.workload_expires - now_key) as Nanos;
+            self.s.saved_wl_slice = self.s.workload_expires.saturating_sub(now_key) as Nanos;
             self.s.saved_type = self.s.serving_type;
             self.s.saved_class = self.s.serving_class;
         } else {
