@@ -36,7 +36,7 @@ impl Ctx<'_> {
             return Dispatch::Empty;
         };
         let q = self.qm(qi);
-        q.slice_dispatch += 1;
+        q.slice_dispatch = q.slice_dispatch.saturating_add(1);
         // An async queue's slice ends once it sent its share of requests,
         // an idle-class queue's after each, while other queues are busy.
         if self.s.busy_queues > 1

@@ -19,7 +19,13 @@ impl Ttime {
     pub(super) fn update(&mut self, now: Nanos, cap: Nanos) {
         let elapsed = now.saturating_sub(self.last_end_request).min(cap);
         self.samples = (7 * self.samples + 256) / 8;
-        self.total = ((7 * u128::from(self.total) + 256 * u128::from(elapsed)) / 8) as u64;
+        // Within range for any idle slice up to 2^32 - 1 ms; saturating
+        // beyond (no 128-bit division in the kernel).
+        self.total = self
+            .total
+            .saturating_mul(7)
+            .saturating_add(elapsed.saturating_mul(256))
+            / 8;
         self.mean = self.total.saturating_add(128) / self.samples.max(1);
     }
 
@@ -246,7 +252,7 @@ impl Ctx<'_> {
         }
         let s = &mut *self.s;
         let sampled = s.hw_tag_samples;
-        s.hw_tag_samples += 1;
+        s.hw_tag_samples = sampled.saturating_add(1);
         if sampled < HW_TAG_SAMPLES {
             return;
         }

@@ -28,6 +28,20 @@ pub(super) const fn st_of(class: usize, wl: usize) -> usize {
     }
 }
 
+/// `a * b / c` without 128-bit arithmetic (which the kernel does not
+/// link): exact while `a * b` fits 64 bits, as it does for any slice or
+/// latency up to 2^32 - 1 ms times a count of queues, and saturating
+/// beyond. A zero `c` counts as 1.
+fn mul_div(a: u64, b: u64, c: u64) -> u64 {
+    let c = c.max(1);
+    match a.checked_mul(b) {
+        Some(p) => p / c,
+        None => (a / c)
+            .saturating_mul(b)
+            .saturating_add((a % c).saturating_mul(b) / c),
+    }
+}
+
 impl Ctx<'_> {
     // ----- the trees ------------------------------------------------------------
 
@@ -232,11 +246,9 @@ impl Ctx<'_> {
             let expect_latency = sync_slice.saturating_mul(iq);
             let group_slice = self.s.target_latency;
             if expect_latency > group_slice {
-                let base_low_slice = 2u128 * u128::from(self.s.slice_idle);
-                let low_slice = (base_low_slice * u128::from(slice) / u128::from(sync_slice.max(1)))
-                    .min(u128::from(slice)) as Nanos;
-                let scaled = (u128::from(slice) * u128::from(group_slice)
-                    / u128::from(expect_latency)) as Nanos;
+                let base_low_slice = self.s.slice_idle.saturating_mul(2);
+                let low_slice = mul_div(base_low_slice, slice, sync_slice).min(slice);
+                let scaled = mul_div(slice, group_slice, expect_latency);
                 slice = scaled.max(low_slice);
             }
         }
@@ -307,14 +319,16 @@ impl Ctx<'_> {
         let avg = self.s.busy_queues_avg[if class == RT { 0 } else { 1 }];
         let busy = u64::from(avg.max(self.busy_in_class(class)).max(1));
         let group_slice = self.s.target_latency;
-        let mut slice = (u128::from(group_slice) * u128::from(count) / u128::from(busy)) as Nanos;
+        let mut slice = mul_div(group_slice, count, busy);
         if wl == ASYNC_WL {
             // Async queues are device-wide: their share of all busy queues.
-            let tmp = (u128::from(self.s.target_latency) * u128::from(self.busy_async())
-                / u128::from(self.s.busy_queues.max(1))) as Nanos;
+            let tmp = mul_div(
+                self.s.target_latency,
+                u64::from(self.busy_async()),
+                u64::from(self.s.busy_queues),
+            );
             slice = slice.min(tmp);
-            slice = (u128::from(slice) * u128::from(self.s.slice[0])
-                / u128::from(self.s.slice[1].max(1))) as Nanos;
+            slice = mul_div(slice, self.s.slice[0], self.s.slice[1]);
         } else {
             slice = slice.max(self.s.slice_idle.saturating_mul(2));
         }
