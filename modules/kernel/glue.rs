@@ -56,6 +56,8 @@ pub(crate) trait Scheduler: Send + Sync + 'static {
 
     /// The elevator's name.
     const NAME: &'static CStr;
+    /// Another name it can be selected by ([`Elevator::ALIAS`]).
+    const ALIAS: Option<&'static CStr> = None;
     /// Whether issuers are process I/O contexts ([`Elevator::IO_CONTEXTS`]).
     const IO_CONTEXTS: bool = false;
 
@@ -165,6 +167,7 @@ impl<S: Scheduler> Elevator for PolicyElevator<S> {
     type LockContext = S::LockContext;
 
     const NAME: &'static CStr = S::NAME;
+    const ALIAS: Option<&'static CStr> = S::ALIAS;
     const TUNABLES: &'static [&'static CStr] = SysfsNames::<S::Policy>::NAMES;
     const IO_CONTEXTS: bool = S::IO_CONTEXTS;
 
