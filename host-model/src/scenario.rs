@@ -5,7 +5,7 @@
 
 use crate::device::Device;
 use crate::fifo::Fifo;
-use crate::sim::{bfq, deadline, Machine, Reader, Sim, SEC};
+use crate::sim::{bfq, cfq, deadline, Machine, Reader, Sim, SEC};
 use ironlift_policy::sched::SchedPolicy;
 use ironlift_policy::Nanos;
 
@@ -18,11 +18,18 @@ pub enum Scheduler {
     Deadline,
     /// rust-bfq's policy, with its deferred completions.
     Bfq,
+    /// rust-cfq's policy, with its deferred completions.
+    Cfq,
 }
 
 impl Scheduler {
     /// All of them, in report order.
-    pub const ALL: [Scheduler; 3] = [Scheduler::None, Scheduler::Deadline, Scheduler::Bfq];
+    pub const ALL: [Scheduler; 4] = [
+        Scheduler::None,
+        Scheduler::Deadline,
+        Scheduler::Bfq,
+        Scheduler::Cfq,
+    ];
 }
 
 /// What a run gives.
@@ -84,6 +91,10 @@ pub fn run(
         }
         Scheduler::Bfq => {
             let p = bfq(&m, dev.as_ref(), readers.len());
+            go(Sim::new(m, dev, p, readers, window, true), until)
+        }
+        Scheduler::Cfq => {
+            let p = cfq(&m, dev.as_ref(), readers.len());
             go(Sim::new(m, dev, p, readers, window, true), until)
         }
     }
