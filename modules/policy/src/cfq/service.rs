@@ -280,10 +280,17 @@ impl Ctx<'_> {
         let mut lowest: Option<i64> = None;
         for wl in [ASYNC_WL, SYNC_NOIDLE_WL, SYNC_WL] {
             let q = self.st_first(st_of(class, wl));
-            if q != NIL && lowest.is_none_or(|k| self.q(q).rb_key < k) {
-                lowest = Some(self.q(q).rb_key);
-                best = wl;
+            if q == NIL {
+                continue;
             }
+            let key = self.q(q).rb_key;
+            if let Some(k) = lowest {
+                if key >= k {
+                    continue;
+                }
+            }
+            lowest = Some(key);
+            best = wl;
         }
         best
     }
