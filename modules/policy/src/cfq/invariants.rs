@@ -8,6 +8,16 @@ use super::super::intrusive::tree_check;
 use super::queue::bucket;
 use super::{Cfq, QueueSlot, ReqSlot, RqState, NIL, NO_TREE, TREES};
 
+/// What the queues add up to, to compare with the device-wide counts.
+#[derive(Default)]
+struct Totals {
+    queued: u64,
+    busy: u32,
+    busy_sync: u32,
+    dispatched: [u32; 2],
+    st_count: [u32; TREES],
+}
+
 impl<R, Q> Cfq<R, Q>
 where
     R: AsRef<[ReqSlot]> + AsMut<[ReqSlot]>,
@@ -19,15 +29,18 @@ where
     /// and in total, the merge hash and the at-head list. O(n + m): for
     /// tests and fuzzing. Returns the first inconsistency found.
     pub fn check_invariants(&self) -> Result<(), &'static str> {
+        let totals = self.check_queues()?;
+        self.check_trees(&totals)?;
+        self.check_requests()
+    }
+
+    /// Each queue's sort tree, FIFO and next request against its queued
+    /// requests, and its flags; returns what the queues add up to.
+    fn check_queues(&self) -> Result<Totals, &'static str> {
         let reqs = self.reqs.as_ref();
-        let qs = self.qs.as_ref();
         let s = &self.st;
-        let mut queued = 0u64;
-        let mut busy = 0u32;
-        let mut busy_sync = 0u32;
-        let mut dispatched = [0u32; 2];
-        let mut st_count = [0u32; TREES];
-        for (qi, q) in qs.iter().enumerate() {
+        let mut t = Totals::default();
+        for (qi, q) in self.qs.as_ref().iter().enumerate() {
             let qi = qi as u32;
             let mine = |r: &ReqSlot| r.state == RqState::Queued && r.queue == qi;
             if tree_check(reqs, q.root, mine)? != q.queued as usize {
@@ -52,20 +65,27 @@ where
                 return Err("a busy queue is not on a service tree");
             }
             if q.on_rr {
-                busy += 1;
-                busy_sync += u32::from(q.sync);
-                st_count[q.st as usize] += 1;
+                t.busy += 1;
+                t.busy_sync += u32::from(q.sync);
+                t.st_count[q.st as usize] += 1;
                 if q.empty() && s.active != qi {
                     return Err("an empty queue not in service is busy");
                 }
             }
-            queued += u64::from(q.queued);
-            dispatched[usize::from(q.sync)] += q.dispatched;
+            t.queued += u64::from(q.queued);
+            t.dispatched[usize::from(q.sync)] += q.dispatched;
             if q.wait_request && s.active != qi {
                 return Err("a queue not in service waits for a request");
             }
         }
-        for (st, &count) in st_count.iter().enumerate() {
+        Ok(t)
+    }
+
+    /// The service trees, and the device-wide counts against the queues'.
+    fn check_trees(&self, t: &Totals) -> Result<(), &'static str> {
+        let qs = self.qs.as_ref();
+        let s = &self.st;
+        for (st, &count) in t.st_count.iter().enumerate() {
             if count != s.st_count[st] {
                 return Err("a service tree's count is wrong");
             }
@@ -74,13 +94,14 @@ where
                 return Err("a service tree does not hold its queues");
             }
         }
-        if busy != s.busy_queues || busy != s.nr_cfqq || busy_sync != s.busy_sync_queues {
+        if t.busy != s.busy_queues || t.busy != s.nr_cfqq || t.busy_sync != s.busy_sync_queues {
             return Err("busy queue counts are wrong");
         }
-        if queued != u64::from(s.rq_queued) {
+        if t.queued != u64::from(s.rq_queued) {
             return Err("queued request count is wrong");
         }
-        if dispatched != s.rq_in_flight || dispatched[0] + dispatched[1] != s.group_dispatched {
+        if t.dispatched != s.rq_in_flight || t.dispatched[0] + t.dispatched[1] != s.group_dispatched
+        {
             return Err("dispatched request counts are wrong");
         }
         if s.active != NIL && !qs.get(s.active as usize).is_some_and(|q| q.on_rr) {
@@ -89,7 +110,15 @@ where
         if s.timer_armed && (s.active == NIL || !qs[s.active as usize].wait_request) {
             return Err("the idle timer is armed for no waiting queue");
         }
-        // Requests: their counts by state, the hash and the at-head list.
+        Ok(())
+    }
+
+    /// The requests: their counts by state, the merge hash and the at-head
+    /// list.
+    fn check_requests(&self) -> Result<(), &'static str> {
+        let reqs = self.reqs.as_ref();
+        let qs = self.qs.as_ref();
+        let s = &self.st;
         let (mut in_driver, mut foreign, mut at_head) = (0u32, 0u32, 0u32);
         let mut per_queue = [0u32; 2];
         for (x, r) in reqs.iter().enumerate() {
