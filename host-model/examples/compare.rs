@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! What each scheduler (none, deadline, bfq, as) gives on each device model: two fio-like jobs of
+//! What each scheduler (none, deadline, bfq, as, cfq) gives on each device model: two fio-like jobs of
 //! random and of sequential reads (measured as the guest's fio-basic
 //! suite does: 10 s after 2 s of ramp), and an application's start-up
 //! under four greedy sequential readers (the startup suite's scenario),
@@ -29,11 +29,12 @@ const DEVICES: [MakeDevice; 6] = [
 ];
 
 /// The schedulers the tables compare, in their columns' order.
-const SCHEDULERS: [Scheduler; 4] = [
+const SCHEDULERS: [Scheduler; 5] = [
     Scheduler::None,
     Scheduler::Deadline,
     Scheduler::Bfq,
     Scheduler::As,
+    Scheduler::Cfq,
 ];
 
 fn machine(dev: &dyn Device) -> Machine {
@@ -59,10 +60,10 @@ fn main() {
     ] {
         println!("### {name}\n");
         println!(
-            "| device | none MB/s | deadline MB/s | bfq MB/s | as MB/s | bfq / none \
-             | bfq: job 1 / job 2 | KiB per request: none / deadline / bfq / as |"
+            "| device | none MB/s | deadline MB/s | bfq MB/s | as MB/s | cfq MB/s | bfq / none \
+             | bfq: job 1 / job 2 | KiB per request: none / deadline / bfq / as / cfq |"
         );
-        println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+        println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
         for dev in DEVICES {
             let m = machine(dev().as_ref());
             let out = SCHEDULERS.map(|s| run(m, dev(), s, &readers, window, window.1));
@@ -70,18 +71,20 @@ fn main() {
             let b = &out[2].bytes;
             let kib = out.clone().map(|o| o.kib_per_request());
             println!(
-                "| {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.2} | {:.2} | {:.1} / {:.1} / {:.1} / {:.1} |",
+                "| {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.2} | {:.2} | {:.1} / {:.1} / {:.1} / {:.1} / {:.1} |",
                 dev().name(),
                 mb[0],
                 mb[1],
                 mb[2],
                 mb[3],
+                mb[4],
                 mb[2] / mb[0].max(1e-9),
                 b[0] as f64 / b[1].max(1) as f64,
                 kib[0],
                 kib[1],
                 kib[2],
-                kib[3]
+                kib[3],
+                kib[4]
             );
         }
         println!();
@@ -91,8 +94,10 @@ fn main() {
         "### start-up: 170 small reads one at a time, 3.6 ms of CPU between them, \
          under 4 sequential readers (64 KiB, iodepth 2)\n"
     );
-    println!("| device | alone ms | none ms | deadline ms | bfq ms | as ms | bfq / deadline |");
-    println!("|---|---:|---:|---:|---:|---:|---:|");
+    println!(
+        "| device | alone ms | none ms | deadline ms | bfq ms | as ms | cfq ms | bfq / deadline |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
     let ms = |t: Option<u64>| t.map_or("-".to_string(), |t| format!("{:.0}", t as f64 / 1e6));
     for dev in DEVICES {
         let m = machine(dev().as_ref());
@@ -102,13 +107,14 @@ fn main() {
             _ => "-".into(),
         };
         println!(
-            "| {} | {} | {} | {} | {} | {} | {ratio} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {ratio} |",
             dev().name(),
             ms(alone_time(m, dev())),
             ms(t[0]),
             ms(t[1]),
             ms(t[2]),
             ms(t[3]),
+            ms(t[4]),
         );
     }
 }

@@ -5,7 +5,7 @@
 
 use crate::device::Device;
 use crate::fifo::Fifo;
-use crate::sim::{anticipatory, bfq, deadline, noop, sio, vr, Io, Machine, Reader, Sim, SEC};
+use crate::sim::{anticipatory, bfq, cfq, deadline, noop, sio, vr, Io, Machine, Reader, Sim, SEC};
 use ironlift_policy::sched::SchedPolicy;
 use ironlift_policy::Nanos;
 
@@ -27,11 +27,13 @@ pub enum Scheduler {
     /// rust-as's policy (the anticipatory scheduler), with its deferred
     /// completions.
     As,
+    /// rust-cfq's policy, with its deferred completions.
+    Cfq,
 }
 
 impl Scheduler {
     /// All of them, in report order.
-    pub const ALL: [Scheduler; 7] = [
+    pub const ALL: [Scheduler; 8] = [
         Scheduler::None,
         Scheduler::Deadline,
         Scheduler::Bfq,
@@ -39,6 +41,7 @@ impl Scheduler {
         Scheduler::Sio,
         Scheduler::Vr,
         Scheduler::As,
+        Scheduler::Cfq,
     ];
 
     /// The elevator's name in the guest (`none` for no scheduler).
@@ -51,6 +54,7 @@ impl Scheduler {
             Scheduler::Sio => "rust-sio",
             Scheduler::Vr => "rust-vr",
             Scheduler::As => "rust-as",
+            Scheduler::Cfq => "rust-cfq",
         }
     }
 }
@@ -130,6 +134,10 @@ pub fn run(
         }
         Scheduler::As => {
             let p = anticipatory(&m, readers.len());
+            go(Sim::new(m, dev, p, readers, window, true), until)
+        }
+        Scheduler::Cfq => {
+            let p = cfq(&m, dev.as_ref(), readers.len());
             go(Sim::new(m, dev, p, readers, window, true), until)
         }
     }

@@ -7,13 +7,14 @@
 //! one at a time. Deterministic: the same run gives the same bytes.
 //! Around the policy runs the modules' own core ([`Core`] and [`Shared`],
 //! as the kernel glue runs them), whose effects the simulation carries
-//! out: completions reach the policy as in the module (for BFQ through a
-//! `TimedLog`, deferred while nothing is queued), unless told to hand them
-//! over at once.
+//! out: completions reach the policy as in the module (for BFQ and CFQ
+//! through a `TimedLog`, deferred while nothing is queued), unless told to
+//! hand them over at once.
 
 use crate::device::{Command, Completion, Device, Id};
 use ironlift_policy::anticipatory::{Anticipatory, ContextSlot, Slot as AsSlot};
 use ironlift_policy::bfq::{Bfq, IssuerSlot, ReqSlot};
+use ironlift_policy::cfq::{self, Cfq, QueueSlot};
 use ironlift_policy::deadline::{Deadline, Slot};
 use ironlift_policy::noop::{self, Noop};
 use ironlift_policy::sched::{Core, Effect, SchedPolicy, Shared};
@@ -36,6 +37,8 @@ pub type S = Sio<Vec<sio::Slot>>;
 pub type V = Vr<Vec<vr::Slot>>;
 /// The anticipatory policy over vectors.
 pub type A = Anticipatory<Vec<AsSlot>, Vec<ContextSlot>>;
+/// The CFQ policy over vectors.
+pub type C = Cfq<Vec<cfq::ReqSlot>, Vec<QueueSlot>>;
 
 /// A millisecond.
 pub const MS: Nanos = NSEC_PER_MSEC;
@@ -229,6 +232,18 @@ pub fn bfq(m: &Machine, dev: &dyn Device, issuers: usize) -> B {
     b.set_nonrotational(!dev.rotational());
     b.set_device_depth(dev.depth() as u32);
     b
+}
+
+/// rust-cfq's policy as its init_sched sets it up for `dev`, with a sync
+/// queue for each of `issuers` processes and the shared one.
+pub fn cfq(m: &Machine, dev: &dyn Device, issuers: usize) -> C {
+    let mut c = Cfq::new(
+        vec![cfq::ReqSlot::default(); m.sched_tags],
+        vec![QueueSlot::default(); C::queue_slots(issuers + 1)],
+    )
+    .expect("storage for at least one request and one issuer");
+    c.set_nonrotational(!dev.rotational());
+    c
 }
 
 /// rust-deadline's policy at `nr_requests` = the scheduler tags.

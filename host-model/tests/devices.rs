@@ -179,3 +179,54 @@ fn nvme_random_reads_every_scheduler_fills_the_device() {
         "none {n:.1}, deadline {d:.1}, bfq {b:.1}"
     );
 }
+
+#[test]
+fn hdd_a_sequential_reader_keeps_its_throughput_beside_a_random_one_under_cfq() {
+    // What CFQ was built for: one process reading sequentially (64 KiB,
+    // one at a time) beside one reading at random (4 KiB, one at a time).
+    // Served request by request (none, deadline) the head seeks away after
+    // every sequential read. CFQ gives each process a time slice (100 ms
+    // at the default priority) and idles for it between its reads (the
+    // random one too, as the last queue of the sync-noidle tree), so the
+    // sequential reader reads sequentially for half the time.
+    let readers = [fio(0, 128, 1, 0), fio(1 << 30, 8, 1, 1 << 20)];
+    let window = (2 * SEC, 12 * SEC);
+    let got = |s| run(M, hdd(), s, &readers, window, window.1);
+    let seq_mb = |o: &ironlift_host_model::scenario::Outcome| {
+        o.bytes[0] as f64 / ((window.1 - window.0) as f64 / 1e9) / 1e6
+    };
+    let solo = seq_mb(&run(
+        M,
+        hdd(),
+        Scheduler::None,
+        &readers[..1],
+        window,
+        window.1,
+    ));
+    let (n, d, c) = (
+        got(Scheduler::None),
+        got(Scheduler::Deadline),
+        got(Scheduler::Cfq),
+    );
+    let rand_iops = |o: &ironlift_host_model::scenario::Outcome| {
+        o.bytes[1] as f64 / 4096.0 / ((window.1 - window.0) as f64 / 1e9)
+    };
+    eprintln!(
+        "hdd seq 64 KiB + rand 4 KiB, depth 1 each: sequential reader alone {solo:.1} MB/s; \
+         beside the random one: none {:.1} MB/s, deadline {:.1}, cfq {:.1}; \
+         random reader: none {:.0} IOPS, deadline {:.0}, cfq {:.0}",
+        seq_mb(&n),
+        seq_mb(&d),
+        seq_mb(&c),
+        rand_iops(&n),
+        rand_iops(&d),
+        rand_iops(&c),
+    );
+    assert!(seq_mb(&n) < 0.05 * solo, "none {:.1} MB/s", seq_mb(&n));
+    assert!(seq_mb(&d) < 0.05 * solo, "deadline {:.1} MB/s", seq_mb(&d));
+    assert!(seq_mb(&c) > 0.35 * solo, "cfq {:.1} MB/s", seq_mb(&c));
+    assert!(
+        rand_iops(&c) > 0.25 * rand_iops(&n),
+        "the random reader is served too"
+    );
+}

@@ -14,6 +14,7 @@
 
 pub mod anticipatory;
 pub mod bfq;
+pub mod cfq;
 pub mod completions;
 pub mod deadline;
 mod intrusive;
@@ -21,6 +22,7 @@ pub mod noop;
 pub mod sched;
 pub mod sched_as;
 pub mod sched_bfq;
+pub mod sched_cfq;
 pub mod sched_deadline;
 pub mod sched_noop;
 pub mod sched_sio;

@@ -206,7 +206,7 @@ use crate::{bindings, prelude::*};
 pub const MAX_SCHED_TAGS: usize = bindings::MAX_SCHED_RQ as usize;
 
 /// The most sysfs tunables an elevator may declare.
-pub const MAX_TUNABLES: usize = 16;
+pub const MAX_TUNABLES: usize = 32;
 
 /// An I/O scheduler.
 ///

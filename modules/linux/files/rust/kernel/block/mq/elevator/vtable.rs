@@ -124,7 +124,10 @@ impl<T: Elevator> Vtable<T> {
     };
 
     pub(super) const TUNABLE_FNS: [(ShowFn, StoreFn); MAX_TUNABLES] =
-        tunable_fns!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15);
+        tunable_fns!(
+            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15
+            16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
+        );
 
     /// # Safety
     ///
