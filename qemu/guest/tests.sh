@@ -309,7 +309,24 @@ tunables_reject_bad_input() {
 HISTORICAL="rust-noop noop -
 rust-sio sio async_read_expire=4000 async_write_expire=16000 fifo_batch=8 sync_read_expire=500 sync_write_expire=2000 writes_starved=0
 rust-vr vr async_expire=5000 fifo_batch=1 rev_penalty=1 sync_expire=500
-rust-as anticipatory antic_expire=6 est_time=ro read_batch_expire=500 read_expire=125 write_batch_expire=125 write_expire=250"
+rust-as anticipatory antic_expire=6 est_time=ro read_batch_expire=500 read_expire=125 write_batch_expire=125 write_expire=250
+rust-cfq cfq back_seek_max=16384 back_seek_penalty=2 fifo_expire_async=250 fifo_expire_sync=125 group_idle=8 group_idle_us=8000 low_latency=1 quantum=8 slice_async=40 slice_async_rq=2 slice_async_us=40000 slice_idle=0 slice_idle_us=0 slice_sync=100 slice_sync_us=100000 target_latency=300 target_latency_us=300000"
+
+# The values historical_tunables writes to elevator $1's tunable $2 and
+# expects EINVAL for: bad_values, but CFQ's tunables are unsigned 32-bit
+# (2^31 is valid there, 2^32 is not), most of them at least 1, and
+# low_latency is a flag.
+historical_bad() { # elevator tunable
+	case $1 in
+	rust-cfq) echo "abc 12abc 0x 1.5 -1 4294967296 99999999999999999999" ;;
+	*) echo "$bad_values" ;;
+	esac
+	case $1:$2 in
+	rust-cfq:low_latency) echo 2 ;;
+	rust-cfq:slice_idle* | rust-cfq:group_idle* | rust-cfq:back_seek_max) ;;
+	rust-cfq:*) echo 0 ;;
+	esac
+}
 
 # --- historical_tunables: each old scheduler's elevator that was built is
 # selected by its historical name, lists exactly its source's tunables with
@@ -363,7 +380,10 @@ historical_tunables() {
 					out "    ok $n $(basename "$f")_read_only"
 				fi
 			else
-				tunable_case $n "$f" $(( ${t#*=} + 3 )) $bad_values
+				local good=$(( ${t#*=} + 3 ))
+				[ "$el:${t%%=*}" = rust-cfq:low_latency ] && good=0
+				# shellcheck disable=SC2046
+				tunable_case $n "$f" $good $(historical_bad "$el" "${t%%=*}")
 			fi
 		done
 	done <<< "$HISTORICAL"
