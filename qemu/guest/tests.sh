@@ -424,7 +424,7 @@ nr_requests_case() { # n device scheduler
 	before=$(dmesg | grep -ci 'i/o error')
 	fio_q --name=nr --filename="$dev" --direct=1 --ioengine=libaio \
 		--rw=randrw --bs=4k --iodepth=32 --numjobs=2 --size=64M \
-		--time_based --runtime="${NR_SECS:-6}" &
+		--time_based --runtime="${NR_SECS:-3}" &
 	local fio_pid=$! v
 	while kill -0 $fio_pid 2>/dev/null; do
 		for v in 4 32 1024 16 256 2048 8 "$orig"; do
