@@ -19,6 +19,8 @@ where
     /// request is one of its sorted requests, and there is one if the
     /// tree is not empty; the counters match the slots, per process too;
     /// a wait has a process to wait for.
+    // Long: one pass over the slots checks every structure against the
+    // same counts; split, each part would walk the slots again.
     pub fn check_invariants(&self) -> Result<(), &'static str> {
         self.check_link_range()?;
         let slots = self.slots();
