@@ -20,7 +20,7 @@ use crate::util::{self, note, step};
 use crate::{blkserve, guest, qemu};
 use anyhow::{bail, Context, Result};
 use ironlift_devmodel::jobs::{self, Job, Metric, Rw, JOBS, RAMP, RUNTIME, TARGETS, TOLERANCE};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::Path;
 use std::time::Duration;
@@ -208,8 +208,8 @@ pub fn path_device(d: &Device) -> &'static str {
 pub fn whole(d: &Device) -> Device {
     let mut d = d.clone();
     if let Some(m) = d.model.as_mut() {
-        if let Some(dev) = ironlift_devmodel::by_name(&m.device, None) {
-            m.size_mb = (dev.capacity() * ironlift_devmodel::SECTOR_BYTES) >> 20;
+        if let Some(cap_mb) = m.capacity_mb() {
+            m.size_mb = cap_mb;
         }
     }
     d
@@ -217,8 +217,7 @@ pub fn whole(d: &Device) -> Device {
 
 /// The target for `job` on model `m` if its export is the whole device.
 fn target(m: &ModelDisk, job: &Job) -> Option<f64> {
-    let dev = ironlift_devmodel::by_name(&m.device, None)?;
-    let cap_mb = (dev.capacity() * ironlift_devmodel::SECTOR_BYTES) >> 20;
+    let cap_mb = m.capacity_mb()?;
     // A job over a region of its own (Androbench's) sees the same device
     // whatever the export's size.
     (m.size_mb == cap_mb || job.region > 0)
@@ -333,9 +332,10 @@ pub fn run(o: &DevicesCmd) -> Result<()> {
     let names: Vec<&str> = used.iter().map(|(n, _)| n.as_str()).collect();
     let (tsv, mut rows) = plan(&used, &all)?;
     let names = names.join(", ");
-    // The path devices the plan uses, attached beside the disks.
-    for p in ["nbd-null-ahci", "nbd-null-virtio"] {
-        if tsv.contains(&all[p].path) && !used.iter().any(|(n, _)| n == p) {
+    // The path devices of the disks' buses, attached beside the disks.
+    let paths: BTreeSet<&str> = used.iter().map(|(_, d)| path_device(d)).collect();
+    for p in paths {
+        if !used.iter().any(|(n, _)| n == p) {
             used.push((p.to_string(), all[p].clone()));
         }
     }

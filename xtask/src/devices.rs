@@ -116,17 +116,22 @@ impl ModelDisk {
             .collect()
     }
 
+    /// The model's whole capacity in MiB, if the model crate knows it.
+    pub fn capacity_mb(&self) -> Option<u64> {
+        let model = ironlift_devmodel::by_name(&self.device, None)?;
+        Some((model.capacity() * ironlift_devmodel::SECTOR_BYTES) >> 20)
+    }
+
     /// Checks the entry against the model crate and the guest's naming
     /// rules; `paths` are the device's disks in the guest.
     pub fn validate(&self, paths: &[String]) -> Result<()> {
-        let Some(model) = ironlift_devmodel::by_name(&self.device, None) else {
+        let Some(cap_mb) = self.capacity_mb() else {
             bail!(
                 "no model {:?}; the models: {}, null",
                 self.device,
                 ironlift_devmodel::MODELS.join(", ")
             );
         };
-        let cap_mb = (model.capacity() * ironlift_devmodel::SECTOR_BYTES) >> 20;
         if self.size_mb == 0 || self.size_mb > cap_mb {
             bail!(
                 "size_mb {} must be 1..={cap_mb} (the {} model's capacity)",

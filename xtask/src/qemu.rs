@@ -162,7 +162,7 @@ fn read_console(stdout: &mut impl Read, log_path: &Path) -> String {
             if b == b'\n' {
                 let l = String::from_utf8_lossy(&line);
                 let l = l.trim_end_matches('\r');
-                if let Some(msg) = l.find("IRONLIFT: ").map(|i| &l[i + 10..]) {
+                if let Some(msg) = guest_message(l) {
                     guest_line(&mut progress, msg);
                 }
                 line.clear();
@@ -209,11 +209,17 @@ fn guest_line(progress: &mut Option<util::Progress>, msg: &str) {
     }
 }
 
+/// What a console line says to the user, if it is one of the guest's
+/// `IRONLIFT: ` lines (qemu/guest/lib.sh `say`).
+fn guest_message(line: &str) -> Option<&str> {
+    line.find("IRONLIFT: ").map(|i| &line[i + 10..])
+}
+
 /// The guest's `IRONLIFT:` lines, indented.
 fn guest_said(console: &str) -> String {
     console
         .lines()
-        .filter_map(|l| l.find("IRONLIFT: ").map(|i| l[i + 10..].trim_end()))
+        .filter_map(|l| guest_message(l).map(str::trim_end))
         .map(|l| format!("    {l}"))
         .collect::<Vec<_>>()
         .join("\n")
