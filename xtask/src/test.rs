@@ -499,6 +499,8 @@ mod tests {
         let emulated = read("tests_emulated.sh");
         assert_eq!(listed(&emulated, "EMULATED_TESTS"), super::EMULATED_TESTS);
         assert!(read("tests.sh").contains("/tests_emulated.sh\""));
+        assert!(read("tests.sh").contains("/tests_historical.sh\""));
+        assert!(read("tests_historical.sh").contains("\nhistorical_tunables() {"));
         for t in super::EMULATED_TESTS {
             assert!(
                 emulated.contains(&format!("\n{t}() {{")),
