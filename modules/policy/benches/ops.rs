@@ -188,7 +188,7 @@ impl<P: Policy> Steady<P> {
             Some(Phase::Dispatch | Phase::Complete) => ops = self.dispatched.len(),
             _ => {}
         }
-        self.free.extend(self.dispatched.drain(..));
+        self.free.append(&mut self.dispatched);
         spent.mul_f64(BATCH as f64 / ops.max(1) as f64)
     }
 }
