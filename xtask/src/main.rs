@@ -15,6 +15,7 @@ mod fairness;
 mod flags;
 mod guest;
 mod insns;
+mod kcidb;
 mod kernel;
 mod ktap;
 mod modules;

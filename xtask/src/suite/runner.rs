@@ -7,7 +7,7 @@ use crate::flags::QemuBench;
 use crate::guest::{self, Prepared};
 use crate::results::{Header, RunRecord, Timing};
 use crate::util::{self, note, step};
-use crate::{blkserve, ktap, qemu};
+use crate::{blkserve, kcidb, ktap, qemu};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::fs;
@@ -155,6 +155,7 @@ pub fn run<K: Kind>(o: &QemuBench, suite: &Suite) -> Result<()> {
         guest_cpus: o.g.cpus,
         guest_memory_mb: o.g.memory,
         timing,
+        provenance: Some(kcidb::provenance_of(&p.kernel)),
     };
     let recorded = used
         .iter()
@@ -166,6 +167,7 @@ pub fn run<K: Kind>(o: &QemuBench, suite: &Suite) -> Result<()> {
         serde_json::to_string_pretty(&res)?,
     )?;
     K::write_report(&out, &res)?;
+    kcidb::write(&out, K::header(&res), &K::kcidb_runs(&res))?;
     blkserve::append_to_report(&out)?;
     println!("{}", K::table_markdown(&res));
     if let Some(lags) = lags.filter(|l| !l.is_empty()) {
@@ -240,6 +242,7 @@ pub fn rerender<K: Kind>(file: &Path, text: &str, not_valid: &str) -> Result<()>
     K::reread(&mut res);
     let dir = file.parent().unwrap_or(Path::new("."));
     K::write_report(dir, &res)?;
+    kcidb::write(dir, K::header(&res), &K::kcidb_runs(&res))?;
     blkserve::append_to_report(dir)?;
     println!("{}", K::table_markdown(&res));
     note(&format!("wrote {}", dir.join("report.md").display()));

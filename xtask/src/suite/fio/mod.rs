@@ -13,9 +13,9 @@ use super::kind::{Kind, Suite};
 use crate::devices::Device;
 use crate::flags::QemuBench;
 use crate::guest::Prepared;
-use crate::insns;
 use crate::results::{Header, Planned, Timing};
 use crate::util::note;
+use crate::{insns, kcidb};
 use anyhow::{bail, Result};
 use std::collections::BTreeMap;
 use std::fs;
@@ -216,6 +216,48 @@ impl Kind for Fio {
     fn table_markdown(res: &Results) -> String {
         report::table_markdown(res)
     }
+
+    fn header(res: &Results) -> &Header {
+        &res.header
+    }
+
+    fn kcidb_runs(res: &Results) -> Vec<kcidb::Run> {
+        kcidb::runs_of(&res.runs, |c| c.workload.clone(), kcidb_metrics)
+    }
+}
+
+/// A fio run's figures for kcidb.json, in base units where KCIDB scales
+/// them (seconds, bytes per second).
+fn kcidb_metrics(m: &Measured) -> Vec<kcidb::Metric> {
+    use kcidb::Metric;
+    let mut out = vec![
+        Metric::plain("iops", m.iops, "IOPS"),
+        Metric::scaled("bandwidth", m.mb_s * 1e6, "B/s"),
+        Metric::scaled("lat_mean", m.lat_mean_us * 1e-6, "s"),
+        Metric::scaled("lat_p50", m.lat_p50_us * 1e-6, "s"),
+        Metric::scaled("lat_p99", m.lat_p99_us * 1e-6, "s"),
+        Metric::scaled("lat_p999", m.lat_p999_us * 1e-6, "s"),
+    ];
+    let optional = [
+        ("ctx_per_kio", m.ctx_per_kio, "switches/1000 I/Os"),
+        ("sys_ctx_per_kio", m.sys_ctx_per_kio, "switches/1000 I/Os"),
+        (
+            "kernel_insns_per_request",
+            m.insns.as_ref().map(|c| c.kernel_per_request),
+            "instructions/request",
+        ),
+        (
+            "scheduler_insns_per_request",
+            m.insns.as_ref().map(|c| c.scheduler_per_request),
+            "instructions/request",
+        ),
+    ];
+    out.extend(
+        optional
+            .into_iter()
+            .filter_map(|(name, v, unit)| Some(Metric::plain(name, v?, unit))),
+    );
+    out
 }
 
 /// A run's instruction counts (`<base>.insns`, from the plugin), per
