@@ -477,7 +477,7 @@ mod tests {
         assert_eq!(t["status"], "DONE");
         assert_eq!(t["number"]["value"], r.measured.as_ref().unwrap().iops);
         assert_eq!(t["number"]["unit"], "IOPS");
-        let lat = format!("{}", &path[..path.len() - 4]) + "lat_p99";
+        let lat = format!("{}lat_p99", &path[..path.len() - 4]);
         let t = tests
             .iter()
             .find(|t| t["path"] == lat.as_str() && t["misc"]["run_id"] == r.run.id.as_str())
