@@ -5,7 +5,7 @@
 # wrote (lib.sh run_plan).
 here=$(dirname "$(readlink -f "$0")")
 . "$here/lib.sh"
-[ -f /run/out/job.env ] && . /run/out/job.env
+[ -f "$OUT/job.env" ] && . "$OUT/job.env"
 case "${SUITE_KIND:-}" in
 */*|"") ;;
 *) [ -x "$here/$SUITE_KIND.sh" ] && exec "$here/$SUITE_KIND.sh" ;;

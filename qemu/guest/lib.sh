@@ -1,7 +1,15 @@
 # SPDX-License-Identifier: GPL-2.0
 # Shared guest helpers, sourced by init, the suites' runners and tests.sh.
-# /run/out/job.env (written by xtask) says which modules to load and which
+# $OUT/job.env (written by xtask) says which modules to load and which
 # null_blk devices to make, and how.
+#
+# OUT is the job's folder: in the guest, /run/out, where init mounts the
+# host's results folder over 9p. `cargo xtask host-bench` runs a suite's
+# runner (fio.sh) on the host itself, against the host's kernel and disk,
+# with IRONLIFT_OUT naming the results folder; there only run_plan and the
+# scheduler helpers are used: setup_guest (modules, null_blk devices,
+# init's host_path) and the emulated disks' links are the guest's alone.
+OUT=${IRONLIFT_OUT:-/run/out}
 
 say() { echo "IRONLIFT: $*"; }
 
@@ -96,16 +104,16 @@ nullb_describe() {
 }
 
 setup_guest() {
-	[ -f /run/out/job.env ] && . /run/out/job.env
+	[ -f "$OUT/job.env" ] && . "$OUT/job.env"
 	# The report says which clock the guest measured with.
 	cat /sys/devices/system/clocksource/clocksource0/current_clocksource \
-		>/run/out/clocksource 2>/dev/null
+		>"$OUT/clocksource" 2>/dev/null
 	local m
 	# The modules may lie under the host's /tmp or /run (init's host_path).
 	for m in $MODULES ${SELFTEST_MODULE:-}; do
 		host_path "$(dirname "$m")" || return 1
 	done
-	: >/run/out/modules.txt
+	: >"$OUT/modules.txt"
 	for m in $MODULES; do
 		if insmod "$m"; then
 			say "loaded $(basename "$m")"
@@ -113,7 +121,7 @@ setup_guest() {
 			local name
 			name=$(basename "$m" .ko)
 			echo "$name $(cat "/sys/module/$name/sections/.text" 2>/dev/null)" \
-				>>/run/out/modules.txt
+				>>"$OUT/modules.txt"
 		else
 			say "insmod $m failed"
 			return 1
@@ -127,19 +135,19 @@ setup_guest() {
 	return 0
 }
 
-# Runs a suite's plan, /run/out/plan.tsv (written by xtask), one run per
+# Runs a suite's plan, $OUT/plan.tsv (written by xtask), one run per
 # line in its (interleaved) order. Each line:
 #   id <TAB> device path <TAB> scheduler <TAB> case <TAB> case arguments
 # For each run: "$prepare device" first if given, once per device (a device
 # it fails on fails its runs); the scheduler selected; then
 # "$run_one id device scheduler case arguments", which writes
-# /run/out/runs/<id>.json (and what else the suite keeps), or <id>.err
+# $OUT/runs/<id>.json (and what else the suite keeps), or <id>.err
 # saying what went wrong.
 run_plan() { # label run-function [prepare-function]
-	local label=$1 run_one=$2 prepare=${3:-} plan=/run/out/plan.tsv
+	local label=$1 run_one=$2 prepare=${3:-} plan="$OUT/plan.tsv"
 	local total n=0 id dev sched case args
 	local -A prepared=()
-	mkdir -p /run/out/runs
+	mkdir -p "$OUT/runs"
 	total=$(grep -c . "$plan")
 	while IFS=$'\t' read -r id dev sched case args; do
 		[ -n "$id" ] || continue
@@ -154,13 +162,13 @@ run_plan() { # label run-function [prepare-function]
 				fi
 			fi
 			if [ "${prepared[$dev]}" != ok ]; then
-				echo "preparing $(devname "$dev") for the suite failed (see the console)" > "/run/out/runs/$id.err"
+				echo "preparing $(devname "$dev") for the suite failed (see the console)" > "$OUT/runs/$id.err"
 				continue
 			fi
 		fi
 		say "run $n/$total: $(devname "$dev") $sched $case"
 		if ! set_sched "$dev" "$sched"; then
-			echo "scheduler $sched not offered by $(devname "$dev") (offers: $(schedulers_of "$dev" | tr '\n' ' '))" > "/run/out/runs/$id.err"
+			echo "scheduler $sched not offered by $(devname "$dev") (offers: $(schedulers_of "$dev" | tr '\n' ' '))" > "$OUT/runs/$id.err"
 			continue
 		fi
 		"$run_one" "$id" "$dev" "$sched" "$case" "$args"

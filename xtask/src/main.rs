@@ -15,6 +15,7 @@ mod fairness;
 mod flags;
 mod guest;
 mod insns;
+mod kcidb;
 mod kernel;
 mod ktap;
 mod modules;
@@ -37,6 +38,7 @@ fn main() {
         Cmd::Kernel { k } => kernel(&k).map(|_| ()),
         Cmd::Modules { k } => modules(&k),
         Cmd::QemuBench(o) => suite::qemu_bench(&o),
+        Cmd::HostBench(o) => suite::host::host_bench(&o),
         Cmd::Test(t) => test::run(&t),
         Cmd::Devices(d) => calibrate::run(&d),
         Cmd::Patches(p) => patches::cmd(&p),

@@ -165,6 +165,12 @@ pub trait Kind: Sized {
 
     /// The results as Markdown tables.
     fn table_markdown(res: &Self::Results) -> String;
+
+    /// The results file's header.
+    fn header(res: &Self::Results) -> &Header;
+
+    /// Every run with its figures, for kcidb.json ([`crate::kcidb`]).
+    fn kcidb_runs(res: &Self::Results) -> Vec<crate::kcidb::Run>;
 }
 
 /// The interleaved plan: repeat → device → case → every scheduler once,

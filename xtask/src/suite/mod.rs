@@ -11,6 +11,7 @@
 //! `run_plan`), and its line in [`qemu_bench`] and [`report`] below.
 
 pub mod fio;
+pub mod host;
 pub mod kind;
 pub mod runner;
 pub mod startup;

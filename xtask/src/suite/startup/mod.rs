@@ -241,6 +241,28 @@ impl Kind for Startup {
     fn table_markdown(res: &StartupResults) -> String {
         report::table_markdown(res)
     }
+
+    fn header(res: &StartupResults) -> &Header {
+        &res.header
+    }
+
+    fn kcidb_runs(res: &StartupResults) -> Vec<crate::kcidb::Run> {
+        use crate::kcidb::Metric;
+        crate::kcidb::runs_of(
+            &res.runs,
+            |c| c.app.clone().unwrap_or_else(|| "tar".into()),
+            |m| {
+                let mut out = vec![
+                    Metric::scaled("startup_time", m.startup_s, "s"),
+                    Metric::scaled("readers_bandwidth", m.readers_mb_s * 1e6, "B/s"),
+                ];
+                if let Some(a) = m.alone_s {
+                    out.push(Metric::scaled("alone_time", a, "s"));
+                }
+                out
+            },
+        )
+    }
 }
 
 #[cfg(test)]
@@ -408,6 +430,7 @@ mod tests {
                     runtime_s: 60,
                     ramp_s: 1,
                 },
+                provenance: None,
             },
             startup: spec_of(&suite()).unwrap(),
             schedulers: names(&["mq-deadline", "kyber", "bfq"]),
