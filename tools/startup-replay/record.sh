@@ -53,7 +53,8 @@ trap cleanup EXIT
 
 if [ $x11 = 1 ]; then
 	command -v Xvfb > /dev/null || { echo "record.sh: --x11 needs Xvfb (apt-get install xvfb)"; exit 1; }
-	Xvfb :99 -nolisten tcp > "$work/xvfb.log" 2>&1 &
+	# -noreset: no server reset (refusing connections) when the last client goes.
+	Xvfb :99 -nolisten tcp -noreset > "$work/xvfb.log" 2>&1 &
 	xpid=$!
 	export DISPLAY=:99
 	for _ in $(seq 50); do [ -S /tmp/.X11-unix/X99 ] && break; sleep 0.1; done
@@ -111,6 +112,8 @@ timed() { # [tracer args...] -- (the command follows)
 	"$@" > /dev/null 2>&1 || true
 	t1=$EPOCHREALTIME
 	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }'
+	# Let the X server drop the last run's windows before the next looks for its own.
+	sleep 1
 }
 cold() { sync; echo 3 > /proc/sys/vm/drop_caches; sleep 1; }
 cmd=(chroot "$root" "$@")
@@ -119,6 +122,7 @@ trace=(perf record -q -k CLOCK_REALTIME -e major-faults -c 1 -d -o "$work/faults
 
 "${cmd[@]}" > "$work/run.log" 2>&1 ||
 	{ echo "record.sh: the command fails in the image: $(tail -3 "$work/run.log")"; exit 1; }
+sleep 1
 warm=$(timed "${cmd[@]}")
 cold; cold_s=$(timed "${cmd[@]}")
 timed "${trace[@]}" "${cmd[@]}" > /dev/null

@@ -52,7 +52,7 @@ pub fn report(path: &Path) -> Result<()> {
         .ok()
         .and_then(|v| v.get("schema")?.as_str().map(str::to_string))
         .unwrap_or_default();
-    if schema == startup::Startup::SCHEMA {
+    if schema == startup::Startup::SCHEMA || schema == startup::SCHEMA_1 {
         let not_valid = format!("is not a valid {schema} file");
         return runner::rerender::<startup::Startup>(&file, &text, &not_valid);
     }
