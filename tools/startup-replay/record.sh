@@ -5,6 +5,8 @@
 #
 # usage: record.sh [--x11] NAME OUT.trace -- COMMAND [ARGS...]
 #   e.g. record.sh --x11 xterm configs/startup/traces/xterm.trace -- /usr/bin/xterm -e /bin/true
+#        record.sh --x11 lowriter configs/startup/traces/lowriter.trace -- /bin/bash "$PWD/tools/startup-replay/lowriter-up.sh"
+#   (a script as COMMAND: name its interpreter, which the closure then holds)
 #
 # Needs root, strace, perf (linux-perf), python3, losetup, mkfs.ext4; with
 # --x11, Xvfb (package xvfb): the command then runs against an Xvfb on
@@ -28,7 +30,7 @@ set -euo pipefail
 
 x11=0
 [ "${1:-}" = --x11 ] && { x11=1; shift; }
-[ $# -ge 4 ] && [ "$3" = -- ] || { sed -n '5,6p' "$0" | sed 's/^# //'; exit 2; }
+[ $# -ge 4 ] && [ "$3" = -- ] || { sed -n '6,8p' "$0" | sed 's/^# //'; exit 2; }
 name=$1 out=$2
 shift 3
 here=$(dirname "$(readlink -f "$0")")
