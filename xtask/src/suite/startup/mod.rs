@@ -307,6 +307,43 @@ impl Kind for Startup {
     }
 }
 
+/// A results header for the kind's tests.
+#[cfg(test)]
+fn test_header(suite: &str, timing: Timing) -> Header {
+    Header {
+        schema: Startup::SCHEMA.into(),
+        suite: suite.into(),
+        suite_description: String::new(),
+        quick: false,
+        started: String::new(),
+        finished: String::new(),
+        kernel_release: String::new(),
+        kernel_key: String::new(),
+        accel: "tcg".into(),
+        guest_clocksource: String::new(),
+        host: String::new(),
+        guest_cpus: 2,
+        guest_memory_mb: 2048,
+        timing,
+    }
+}
+
+/// A run's measurement for the kind's tests: its times loaded and alone.
+#[cfg(test)]
+fn test_measured(startup_s: f64, alone_s: f64) -> StartupMeasured {
+    StartupMeasured {
+        startup_s,
+        alone_s: Some(alone_s),
+        app_files: 1,
+        app_bytes: 1,
+        window_read_bytes: 0,
+        readers_mb_s: 10.0,
+        writers_mb_s: None,
+        nr_requests: None,
+        tags: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::report::{chart_svg, floor_vs_mq_deadline, table_markdown};
@@ -428,18 +465,8 @@ mod tests {
                     load: None,
                 },
             },
-            t.map(|t| StartupMeasured {
-                startup_s: t,
-                alone_s: Some(t / 4.0),
-                app_files: 1,
-                app_bytes: 1,
-                window_read_bytes: 0,
-                readers_mb_s: 10.0,
-                writers_mb_s: None,
-                nr_requests: None,
-                tags: None,
-            })
-            .ok_or_else(|| "x".to_string()),
+            t.map(|t| test_measured(t, t / 4.0))
+                .ok_or_else(|| "x".to_string()),
         )
     }
 
@@ -476,26 +503,14 @@ mod tests {
         assert!((k.mean - (4.0 + 10.0 / 3.0 + 2.25) / 3.0).abs() < 1e-12);
         assert_eq!((bfq.startup_min_s, bfq.startup_max_s), (2.0, 4.0));
         let t = table_markdown(&StartupResults {
-            header: Header {
-                schema: Startup::SCHEMA.into(),
-                suite: "startup".into(),
-                suite_description: String::new(),
-                quick: false,
-                started: String::new(),
-                finished: String::new(),
-                kernel_release: String::new(),
-                kernel_key: String::new(),
-                accel: "tcg".into(),
-                guest_clocksource: String::new(),
-                host: String::new(),
-                guest_cpus: 2,
-                guest_memory_mb: 2048,
-                timing: Timing {
+            header: test_header(
+                "startup",
+                Timing {
                     repeats: 3,
                     runtime_s: 60,
                     ramp_s: 1,
                 },
-            },
+            ),
             startup: spec_of(&suite()).unwrap(),
             schedulers: names(&["mq-deadline", "kyber", "bfq"]),
             devices: BTreeMap::new(),

@@ -182,9 +182,9 @@ pub fn beside_ours_of(res: &StartupResults, seeds: &Seeds) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::{Header, Planned, RunRecord, Timing};
+    use crate::results::{Planned, RunRecord, Timing};
     use crate::suite::kind::Suite;
-    use crate::suite::startup::{summarize, StartupCase, StartupMeasured, StartupRun};
+    use crate::suite::startup::{summarize, StartupCase, StartupRun};
 
     fn run(rep: u32, load: &str, s: &str, t: f64, alone: f64) -> StartupRun {
         RunRecord::new(
@@ -199,17 +199,7 @@ mod tests {
                     load: Some(load.into()),
                 },
             },
-            Ok(StartupMeasured {
-                startup_s: t,
-                alone_s: Some(alone),
-                app_files: 1,
-                app_bytes: 1,
-                window_read_bytes: 0,
-                readers_mb_s: 10.0,
-                writers_mb_s: None,
-                nr_requests: None,
-                tags: None,
-            }),
+            Ok(super::super::test_measured(t, alone)),
         )
     }
 
@@ -249,26 +239,14 @@ mod tests {
         ];
         let schedulers = vec!["bfq".to_string()];
         let res = StartupResults {
-            header: Header {
-                schema: "ironlift-startup/2".into(),
-                suite: "startup-matrix".into(),
-                suite_description: String::new(),
-                quick: false,
-                started: String::new(),
-                finished: String::new(),
-                kernel_release: String::new(),
-                kernel_key: String::new(),
-                accel: "tcg".into(),
-                guest_clocksource: String::new(),
-                host: String::new(),
-                guest_cpus: 2,
-                guest_memory_mb: 2048,
-                timing: Timing {
+            header: super::super::test_header(
+                "startup-matrix",
+                Timing {
                     repeats: 2,
                     runtime_s: 120,
                     ramp_s: 26,
                 },
-            },
+            ),
             startup: super::super::spec_of(
                 &Suite::load(&crate::util::repo_root(), "startup-matrix").unwrap(),
             )
