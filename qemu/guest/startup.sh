@@ -220,6 +220,14 @@ start_load() { # mountpoint load out-base
 	fi
 }
 
+# Stops start_load's periodic syncs, if any.
+stop_syncs() {
+	[ -n "$SYNC_PID" ] || return 0
+	kill "$SYNC_PID" 2>/dev/null
+	wait "$SYNC_PID" 2>/dev/null
+	SYNC_PID=''
+}
+
 # One run, the scheduler selected; writes runs/<id>.json or runs/<id>.err.
 startup_run() { # id device scheduler app load
 	local id=$1 dev=$2 sched=$3 app=$4 load=$5 r=/run/out/runs/$1 mnt
@@ -252,6 +260,7 @@ startup_run() { # id device scheduler app load
 	sleep "$STARTUP_RAMP_S"
 	if ! kill -0 $fio_pid 2>/dev/null; then
 		echo "the readers stopped before the start-up: $(tail -3 "$r.readers.log" | tr '\n' ' ')" > "$r.err"
+		stop_syncs
 		return
 	fi
 	echo 3 > /proc/sys/vm/drop_caches
@@ -273,10 +282,7 @@ startup_run() { # id device scheduler app load
 	kill -INT $fio_pid 2>/dev/null
 	wait $fio_pid
 	local fio_rc=$?
-	if [ -n "$SYNC_PID" ]; then
-		kill $SYNC_PID 2>/dev/null
-		wait $SYNC_PID 2>/dev/null
-	fi
+	stop_syncs
 	# The same start-up with the device to itself: the floor no scheduler
 	# can beat, against which the loaded start-up is a slowdown. Measured
 	# after, not before: timed just before the readers started, it once
