@@ -164,12 +164,12 @@ impl Kind for Startup {
             );
         }
         let mut spec = spec_of(suite)?;
-        if o.quick {
-            spec = quick(&spec);
-        }
+        // --workloads names the cells itself, --quick or not.
         if let Some(names) = &o.workloads {
             spec = only(&spec, names)
                 .with_context(|| format!("--workloads of suite {}", suite.name))?;
+        } else if o.quick {
+            spec = quick(&spec);
         }
         Ok(Startup {
             spec,
