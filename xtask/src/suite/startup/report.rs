@@ -473,7 +473,16 @@ pub fn write(dir: &Path, res: &StartupResults) -> Result<()> {
                  before the scheduler sees it), \"tags taken\" their mean."
             .into(),
         failed: report::failed_runs(&res.runs, |r| {
-            format!("{} {} (repeat {})", r.device, r.scheduler, r.repeat)
+            let cell: Vec<&str> = [r.case.app.as_deref(), r.case.load.as_deref()]
+                .into_iter()
+                .flatten()
+                .collect();
+            let cell = if cell.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", cell.join(" under "))
+            };
+            format!("{} {}{cell} (repeat {})", r.device, r.scheduler, r.repeat)
         }),
         charts,
         tables: table_markdown(res),
