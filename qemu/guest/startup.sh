@@ -232,13 +232,13 @@ stop_syncs() {
 startup_run() { # id device scheduler app load
 	local id=$1 dev=$2 sched=$3 app=$4 load=$5 r=/run/out/runs/$1 mnt
 	mnt=$(mountpoint_of "$dev")
-	# Switching elevators resets nr_requests; set it for every scheduler alike
-	# (without one, nr_requests is the device's depth and cannot grow), or
-	# leave the default the switch gave (STARTUP_NR_REQUESTS=0).
 	if [ -z "${LOAD_INDEX[$load]:-}" ]; then
 		echo "no load $load in job.env (STARTUP_LOADS: $STARTUP_LOADS)" > "$r.err"
 		return
 	fi
+	# Switching elevators resets nr_requests; set it for every scheduler alike
+	# (without one, nr_requests is the device's depth and cannot grow), or
+	# leave the default the switch gave (STARTUP_NR_REQUESTS=0).
 	if [ "$sched" != none ] && [ "$STARTUP_NR_REQUESTS" != 0 ] &&
 		! echo "$STARTUP_NR_REQUESTS" > "/sys/block/$(devname "$dev")/queue/nr_requests"; then
 		echo "cannot set nr_requests=$STARTUP_NR_REQUESTS under $sched" > "$r.err"
