@@ -119,6 +119,11 @@ mod tests {
         renders_as_expected::<Startup>("startup");
     }
 
+    #[test]
+    fn startup_matrix_report_renders_as_expected() {
+        renders_as_expected::<Startup>("startup-matrix");
+    }
+
     /// A results file read and written again is the same file: the
     /// schema's fields, in its order, with the same values (serde_json
     /// reads a decimal to within a unit in the last place).
@@ -148,5 +153,6 @@ mod tests {
     fn results_files_round_trip() {
         round_trips::<Fio>("fio-basic");
         round_trips::<Startup>("startup");
+        round_trips::<Startup>("startup-matrix");
     }
 }

@@ -142,14 +142,29 @@ pub fn beside_ours(res: &StartupResults) -> String {
     beside_ours_of(res, &seeds)
 }
 
-/// [`beside_ours`] with the seed given.
+/// [`beside_ours`] with the seed given: the figures on the run's devices,
+/// and how many are on others.
 pub fn beside_ours_of(res: &StartupResults, seeds: &Seeds) -> String {
-    let mut s = String::from(
-        "\n#### Against the seed (Valente's BFQ results, S `comm_startup_lat`)\n\n\
-         | seed device, load | ours | application | scheduler | measure | seed | ours |\n\
-         |---|---|---|---|---|---|---|\n",
-    );
-    for f in &seeds.figure {
+    let on = |f: &&Figure| res.summary.iter().any(|r| r.device == f.device);
+    let here: Vec<&Figure> = seeds.figure.iter().filter(on).collect();
+    let elsewhere: Vec<&str> = {
+        let mut d: Vec<&str> = Vec::new();
+        for f in seeds.figure.iter().filter(|f| !on(f)) {
+            if !d.contains(&f.device.as_str()) {
+                d.push(&f.device);
+            }
+        }
+        d
+    };
+    let mut s =
+        String::from("\n#### Against the seed (Valente's BFQ results, S `comm_startup_lat`)\n\n");
+    if !here.is_empty() {
+        s.push_str(
+            "| seed device, load | ours | application | scheduler | measure | seed | ours |\n\
+             |---|---|---|---|---|---|---|\n",
+        );
+    }
+    for f in here {
         let what = match f.over.as_deref() {
             None => "start-up / alone".to_string(),
             Some(o) => format!("start-up under {} / under {o}", f.load),
@@ -166,6 +181,17 @@ pub fn beside_ours_of(res: &StartupResults, seeds: &Seeds) -> String {
             s,
             "| {}, {} | {}, {} | {} | {} | {what} | {seed} | {ours} |",
             f.seed_device, f.seed_load, f.device, f.load, f.app, f.scheduler
+        );
+    }
+    if !elsewhere.is_empty() {
+        let n = seeds.figure.iter().filter(|f| !on(f)).count();
+        if s.ends_with("|\n") {
+            s.push('\n');
+        }
+        let _ = writeln!(
+            s,
+            "{n} of the seed's figures stand for cells on devices this run did not measure ({}).",
+            elsewhere.join(", ")
         );
     }
     s.push_str("\nSources: ");
