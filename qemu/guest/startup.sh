@@ -4,29 +4,50 @@
 # time under background I/O.
 #
 # On each device of the plan: ext4, the applications' files and one large
-# file per greedy reader. The applications (STARTUP_APPS, name=kind or
-# name=replay:/trace) are the tar stand-in (STARTUP_FILES small files in
-# STARTUP_DIRS directories, read whole with tar) and recorded start-ups
-# replayed by STARTUP_REPLAY (tools/startup-replay, which lays out their
-# files under replay/<name>). job.env gives every STARTUP_* setting
-# (configs/suites/startup*.toml and the suite's timing). Each plan line is
-# one run:
+# file per greedy reader and writer. The applications (STARTUP_APPS,
+# name=kind or name=replay:/trace) are the tar stand-in (STARTUP_FILES small
+# files in STARTUP_DIRS directories, read whole with tar) and recorded
+# start-ups replayed by STARTUP_REPLAY (tools/startup-replay, which lays
+# out their files under replay/<name>). The background loads
+# (STARTUP_LOADS, names; `-` is a suite's one implicit load) each have
+# STARTUP_LOAD_<i>_READERS readers and _WRITERS writers with their fio
+# arguments, and _SYNC_S: seconds between the syncs run while writers write.
+# job.env gives every STARTUP_* setting (configs/suites/startup*.toml and
+# the suite's timing). Each plan line is one run:
 #   select the scheduler, set nr_requests (unless STARTUP_NR_REQUESTS is 0:
-#   the device's default), drop caches, start the STARTUP_READERS
-#   sequential readers (one fio process each, wrapping round their file),
-#   wait until they do I/O and STARTUP_RAMP_S more, drop caches again, then
-#   time the application's start-up cold, then stop the readers, drop
-#   caches and time the same start-up with the device to itself (the floor).
-# Plan lines (plan.tsv): id <TAB> device <TAB> scheduler <TAB> startup <TAB> app
+#   the device's default), drop caches, start the load's readers and
+#   writers (one fio process, each job wrapping round its own file), wait
+#   until they do I/O and STARTUP_RAMP_S more, drop caches again, then time
+#   the application's start-up cold, then stop the load, sync, drop caches
+#   and time the same start-up with the device to itself (the floor).
+# Plan lines (plan.tsv): id <TAB> device <TAB> scheduler <TAB> startup <TAB> app <TAB> load
 # Results: /run/out/runs/<id>.json (the start-up), <id>.readers.json (fio's
-# JSON for the readers), <id>.replay.json and <id>.alone.json (a replay's
-# own lines, loaded and alone), or <id>.err saying what went wrong.
+# JSON for the readers, and the writers as a second group), <id>.replay.json
+# and <id>.alone.json (a replay's own lines, loaded and alone), or <id>.err
+# saying what went wrong.
 . "$(dirname "$(readlink -f "$0")")/lib.sh"
 [ -f /run/out/job.env ] && . /run/out/job.env
 
-for v in STARTUP_APPS STARTUP_READERS STARTUP_READER_MB STARTUP_READER_FIO \
+for v in STARTUP_APPS STARTUP_LOADS STARTUP_READER_MB \
 	STARTUP_NR_REQUESTS STARTUP_RAMP_S STARTUP_CAP_S; do
 	[ -n "${!v:-}" ] || { say "job.env has no $v"; exit 1; }
+done
+
+# The loads: index by name, and the most readers and writers of any (the
+# files to make).
+declare -A LOAD_INDEX=()
+MAX_READERS=0 MAX_WRITERS=0
+i=0
+for l in $STARTUP_LOADS; do
+	LOAD_INDEX[$l]=$i
+	for v in READERS READER_FIO WRITERS SYNC_S; do
+		v=STARTUP_LOAD_${i}_$v
+		[ -n "${!v:-}" ] || { say "job.env has no $v"; exit 1; }
+	done
+	r=STARTUP_LOAD_${i}_READERS w=STARTUP_LOAD_${i}_WRITERS
+	[ "${!r}" -gt $MAX_READERS ] && MAX_READERS=${!r}
+	[ "${!w}" -gt $MAX_WRITERS ] && MAX_WRITERS=${!w}
+	i=$((i + 1))
 done
 
 # The applications: kind and trace by name.
@@ -106,12 +127,16 @@ prepare_device() { # device
 		say "$(devname "$dev"): application $app (${APP_KIND[$app]}): ${APP_FILES[$app]} files"
 	done
 	local i
-	for i in $(seq 0 $((STARTUP_READERS - 1))); do
+	for i in $(seq 0 $((MAX_READERS - 1))); do
 		dd if=/dev/zero of="$mnt/big/r.$i" bs=1M count="$STARTUP_READER_MB" \
 			oflag=direct status=none || return 1
 	done
+	for i in $(seq 0 $((MAX_WRITERS - 1))); do
+		dd if=/dev/zero of="$mnt/big/w.$i" bs=1M count="$STARTUP_READER_MB" \
+			oflag=direct status=none || return 1
+	done
 	sync
-	say "$(devname "$dev"): ext4 with the applications and $STARTUP_READERS × $STARTUP_READER_MB MiB reader files"
+	say "$(devname "$dev"): ext4 with the applications, $MAX_READERS reader and $MAX_WRITERS writer files of $STARTUP_READER_MB MiB"
 }
 
 # The tar stand-in's files under mountpoint $1: sizes log-uniform in
@@ -168,10 +193,49 @@ tag_sampler() { # device out
 	done
 }
 
+# Starts load $2's fio (readers, then writers as a second group) on
+# mountpoint $1, its output to $3.*; sets LOAD_PID, and SYNC_PID to the
+# periodic syncs' loop when the load has writers and a sync interval.
+start_load() { # mountpoint load out-base
+	local mnt=$1 i=${LOAD_INDEX[$2]} out=$3 runtime=$((STARTUP_CAP_S + 120))
+	local readers=STARTUP_LOAD_${i}_READERS rfio=STARTUP_LOAD_${i}_READER_FIO
+	local writers=STARTUP_LOAD_${i}_WRITERS wfio=STARTUP_LOAD_${i}_WRITER_FIO
+	local sync_s=STARTUP_LOAD_${i}_SYNC_S
+	local wargs=()
+	if [ "${!writers}" -gt 0 ]; then
+		# shellcheck disable=SC2206
+		wargs=(--name=writer --new_group --numjobs="${!writers}"
+			--filename_format="$mnt/big/w.\$jobnum" --size="${STARTUP_READER_MB}M"
+			${!wfio} --time_based --runtime=$runtime)
+	fi
+	# shellcheck disable=SC2086
+	fio --output-format=json --output="$out.readers.json" --group_reporting \
+		--name=reader --numjobs="${!readers}" --filename_format="$mnt/big/r.\$jobnum" \
+		--size="${STARTUP_READER_MB}M" ${!rfio} --time_based --runtime=$runtime \
+		"${wargs[@]}" < /dev/null > "$out.readers.log" 2>&1 &
+	LOAD_PID=$! SYNC_PID=''
+	if [ "${!writers}" -gt 0 ] && [ "${!sync_s}" -gt 0 ]; then
+		(while :; do sync & sleep "${!sync_s}"; done) &
+		SYNC_PID=$!
+	fi
+}
+
+# Stops start_load's periodic syncs, if any.
+stop_syncs() {
+	[ -n "$SYNC_PID" ] || return 0
+	kill "$SYNC_PID" 2>/dev/null
+	wait "$SYNC_PID" 2>/dev/null
+	SYNC_PID=''
+}
+
 # One run, the scheduler selected; writes runs/<id>.json or runs/<id>.err.
-startup_run() { # id device scheduler app
-	local id=$1 dev=$2 sched=$3 app=$4 r=/run/out/runs/$1 mnt
+startup_run() { # id device scheduler app load
+	local id=$1 dev=$2 sched=$3 app=$4 load=$5 r=/run/out/runs/$1 mnt
 	mnt=$(mountpoint_of "$dev")
+	if [ -z "${LOAD_INDEX[$load]:-}" ]; then
+		echo "no load $load in job.env (STARTUP_LOADS: $STARTUP_LOADS)" > "$r.err"
+		return
+	fi
 	# Switching elevators resets nr_requests; set it for every scheduler alike
 	# (without one, nr_requests is the device's depth and cannot grow), or
 	# leave the default the switch gave (STARTUP_NR_REQUESTS=0).
@@ -184,13 +248,8 @@ startup_run() { # id device scheduler app
 	echo 3 > /proc/sys/vm/drop_caches
 	local s0 fio_pid i
 	s0=$(sectors_read "$dev")
-	# shellcheck disable=SC2086
-	fio --output-format=json --output="$r.readers.json" --name=reader \
-		--numjobs="$STARTUP_READERS" --filename_format="$mnt/big/r.\$jobnum" \
-		--size="${STARTUP_READER_MB}M" $STARTUP_READER_FIO --time_based \
-		--runtime=$((STARTUP_CAP_S + 120)) --group_reporting \
-		< /dev/null > "$r.readers.log" 2>&1 &
-	fio_pid=$!
+	start_load "$mnt" "$load" "$r"
+	fio_pid=$LOAD_PID
 	# The head start counts from the readers' first I/O (fio itself takes a
 	# while to start under TCG).
 	for i in $(seq 300); do
@@ -201,6 +260,7 @@ startup_run() { # id device scheduler app
 	sleep "$STARTUP_RAMP_S"
 	if ! kill -0 $fio_pid 2>/dev/null; then
 		echo "the readers stopped before the start-up: $(tail -3 "$r.readers.log" | tr '\n' ' ')" > "$r.err"
+		stop_syncs
 		return
 	fi
 	echo 3 > /proc/sys/vm/drop_caches
@@ -222,6 +282,7 @@ startup_run() { # id device scheduler app
 	kill -INT $fio_pid 2>/dev/null
 	wait $fio_pid
 	local fio_rc=$?
+	stop_syncs
 	# The same start-up with the device to itself: the floor no scheduler
 	# can beat, against which the loaded start-up is a slowdown. Measured
 	# after, not before: timed just before the readers started, it once
@@ -253,13 +314,14 @@ startup_run() { # id device scheduler app
 	fi
 }
 
-# A run, and what it gave on the console.
-startup_run_and_say() { # id device scheduler case app
-	startup_run "$1" "$2" "$3" "$5"
+# A run, and what it gave on the console; $5 is "app<TAB>load".
+startup_run_and_say() { # id device scheduler case app-and-load
+	local app=${5%%$'\t'*} load=${5#*$'\t'}
+	startup_run "$1" "$2" "$3" "$app" "$load"
 	if [ -f "/run/out/runs/$1.json" ]; then
-		say "  $5: $(cat "/run/out/runs/$1.json")"
+		say "  $app ($load): $(cat "/run/out/runs/$1.json")"
 	else
-		say "  $5 failed: $(cat "/run/out/runs/$1.err")"
+		say "  $app ($load) failed: $(cat "/run/out/runs/$1.err")"
 	fi
 }
 

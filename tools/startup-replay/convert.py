@@ -165,7 +165,7 @@ class Conv:
 
     def call(self, tid, t, dur, name, args, ret, retpath):
         pid = self.proc.setdefault(tid, tid)
-        ok = not ret.startswith('-')
+        ok = not ret.startswith('-') and ret != '?'  # ?: the task was killed in the call
         if name in ('clone', 'clone3', 'fork', 'vfork'):
             if not ok or ret == '?':
                 return

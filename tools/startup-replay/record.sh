@@ -5,6 +5,8 @@
 #
 # usage: record.sh [--x11] NAME OUT.trace -- COMMAND [ARGS...]
 #   e.g. record.sh --x11 xterm configs/startup/traces/xterm.trace -- /usr/bin/xterm -e /bin/true
+#        record.sh --x11 lowriter configs/startup/traces/lowriter.trace -- /bin/bash "$PWD/tools/startup-replay/lowriter-up.sh"
+#   (a script as COMMAND: name its interpreter, which the closure then holds)
 #
 # Needs root, strace, perf (linux-perf), python3, losetup, mkfs.ext4; with
 # --x11, Xvfb (package xvfb): the command then runs against an Xvfb on
@@ -28,7 +30,7 @@ set -euo pipefail
 
 x11=0
 [ "${1:-}" = --x11 ] && { x11=1; shift; }
-[ $# -ge 4 ] && [ "$3" = -- ] || { sed -n '5,6p' "$0" | sed 's/^# //'; exit 2; }
+[ $# -ge 4 ] && [ "$3" = -- ] || { sed -n '6,8p' "$0" | sed 's/^# //'; exit 2; }
 name=$1 out=$2
 shift 3
 here=$(dirname "$(readlink -f "$0")")
@@ -53,7 +55,8 @@ trap cleanup EXIT
 
 if [ $x11 = 1 ]; then
 	command -v Xvfb > /dev/null || { echo "record.sh: --x11 needs Xvfb (apt-get install xvfb)"; exit 1; }
-	Xvfb :99 -nolisten tcp > "$work/xvfb.log" 2>&1 &
+	# -noreset: no server reset (refusing connections) when the last client goes.
+	Xvfb :99 -nolisten tcp -noreset > "$work/xvfb.log" 2>&1 &
 	xpid=$!
 	export DISPLAY=:99
 	for _ in $(seq 50); do [ -S /tmp/.X11-unix/X99 ] && break; sleep 0.1; done
@@ -111,6 +114,8 @@ timed() { # [tracer args...] -- (the command follows)
 	"$@" > /dev/null 2>&1 || true
 	t1=$EPOCHREALTIME
 	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }'
+	# Let the X server drop the last run's windows before the next looks for its own.
+	sleep 1
 }
 cold() { sync; echo 3 > /proc/sys/vm/drop_caches; sleep 1; }
 cmd=(chroot "$root" "$@")
@@ -119,6 +124,7 @@ trace=(perf record -q -k CLOCK_REALTIME -e major-faults -c 1 -d -o "$work/faults
 
 "${cmd[@]}" > "$work/run.log" 2>&1 ||
 	{ echo "record.sh: the command fails in the image: $(tail -3 "$work/run.log")"; exit 1; }
+sleep 1
 warm=$(timed "${cmd[@]}")
 cold; cold_s=$(timed "${cmd[@]}")
 timed "${trace[@]}" "${cmd[@]}" > /dev/null

@@ -22,6 +22,9 @@ pub struct Suite {
     pub kind: String,
     pub description: String,
     pub devices: Vec<String>,
+    /// The devices of `--quick` (default: `devices`).
+    #[serde(default)]
+    pub quick_devices: Option<Vec<String>>,
     pub full: Timing,
     pub quick: Timing,
     /// The kind's own tables ([`Kind::TABLES`]).

@@ -53,7 +53,7 @@ pub fn report(path: &Path) -> Result<()> {
         .ok()
         .and_then(|v| v.get("schema")?.as_str().map(str::to_string))
         .unwrap_or_default();
-    if schema == startup::Startup::SCHEMA {
+    if schema == startup::Startup::SCHEMA || schema == startup::SCHEMA_1 {
         let not_valid = format!("is not a valid {schema} file");
         return runner::rerender::<startup::Startup>(&file, &text, &not_valid);
     }
@@ -120,6 +120,11 @@ mod tests {
         renders_as_expected::<Startup>("startup");
     }
 
+    #[test]
+    fn startup_matrix_report_renders_as_expected() {
+        renders_as_expected::<Startup>("startup-matrix");
+    }
+
     /// A results file read and written again is the same file: the
     /// schema's fields, in its order, with the same values (serde_json
     /// reads a decimal to within a unit in the last place).
@@ -149,5 +154,6 @@ mod tests {
     fn results_files_round_trip() {
         round_trips::<Fio>("fio-basic");
         round_trips::<Startup>("startup");
+        round_trips::<Startup>("startup-matrix");
     }
 }

@@ -21,12 +21,16 @@ impl QemuBench {
         timing(suite, self.quick, self.repeats, self.runtime)
     }
 
-    /// `--devices`, or the suite's; each must be a known guest device.
+    /// `--devices`, or the suite's (its `quick_devices` under `--quick`);
+    /// each must be a known guest device.
     fn devices(&self, suite: &Suite, all: &BTreeMap<String, Device>) -> Result<Vec<String>> {
-        let devices = self
-            .devices
-            .clone()
-            .unwrap_or_else(|| suite.devices.clone());
+        let devices =
+            self.devices
+                .clone()
+                .unwrap_or_else(|| match (&suite.quick_devices, self.quick) {
+                    (Some(q), true) => q.clone(),
+                    _ => suite.devices.clone(),
+                });
         for d in &devices {
             if !all.contains_key(d) {
                 bail!(

@@ -9,15 +9,21 @@
 //! the host, whose root the guest runs on). Each application is a case of
 //! the plan, with its own table and floor in the report.
 //!
+//! A suite may also name background loads (`[[startup.load]]`: sequential
+//! or random readers, with or without writers); each application then runs
+//! under each load, a cell of the matrix (configs/suites/startup-matrix.toml),
+//! and the report puts the seed's figures (configs/seeds/) beside ours.
+//!
 //! The guest side is `qemu/guest/startup.sh`; results.json is schema
-//! `ironlift-startup/1` (docs/results-schema.md).
+//! `ironlift-startup/2` (docs/results-schema.md); `/1` files read back.
 
 mod report;
 mod results;
+mod seeds;
 mod spec;
 
 pub use results::*;
-pub use spec::{AppSpec, StartupSpec};
+pub use spec::StartupSpec;
 
 use super::kind::{Kind, Suite};
 use crate::devices::Device;
@@ -64,25 +70,67 @@ fn build_replayer(root: &Path) -> Result<PathBuf> {
     Ok(bin)
 }
 
-/// The suite's applications named in `--workloads`, in the suite's order.
-fn only_apps(spec: &StartupSpec, only: &[String]) -> Result<Vec<AppSpec>> {
-    let names: Vec<String> = spec.app.iter().map(|a| a.name.clone()).collect();
-    if let Some(bad) = only.iter().find(|w| !names.contains(w)) {
-        bail!(
-            "no application {bad:?}; the applications: {}",
-            if names.is_empty() {
-                "none named".into()
+/// The suite narrowed to the applications and loads named in
+/// `--workloads` (either kind of name; a kind not named keeps all).
+fn only(spec: &StartupSpec, only: &[String]) -> Result<StartupSpec> {
+    let apps: Vec<String> = spec.app.iter().map(|a| a.name.clone()).collect();
+    let loads: Vec<String> = spec.load.iter().map(|l| l.name.clone()).collect();
+    if let Some(bad) = only
+        .iter()
+        .find(|w| !apps.contains(w) && !loads.contains(w))
+    {
+        let list = |xs: &[String]| {
+            if xs.is_empty() {
+                "none named".to_string()
             } else {
-                names.join(", ")
+                xs.join(", ")
             }
+        };
+        bail!(
+            "no application or load {bad:?}; the applications: {}; the loads: {}",
+            list(&apps),
+            list(&loads)
         );
     }
-    Ok(spec
-        .app
-        .iter()
-        .filter(|a| only.contains(&a.name))
-        .cloned()
-        .collect())
+    let mut out = spec.clone();
+    if only.iter().any(|w| apps.contains(w)) {
+        out.app.retain(|a| only.contains(&a.name));
+    }
+    if only.iter().any(|w| loads.contains(w)) {
+        out.load.retain(|l| only.contains(&l.name));
+    }
+    Ok(out)
+}
+
+/// The suite narrowed to its `[startup.quick]` applications and loads.
+fn quick(spec: &StartupSpec) -> StartupSpec {
+    let mut out = spec.clone();
+    if let Some(q) = &spec.quick {
+        out.app.retain(|a| q.apps.contains(&a.name));
+        out.load.retain(|l| q.loads.contains(&l.name));
+    }
+    out
+}
+
+/// job.env's loads: `STARTUP_LOADS` (names, `-` for the implicit one)
+/// and, for the i-th, `STARTUP_LOAD_<i>_READERS`, `_READER_FIO`,
+/// `_WRITERS`, `_WRITER_FIO`, `_SYNC_S`.
+fn loads_env(spec: &StartupSpec) -> String {
+    let loads = spec.loads();
+    let names: Vec<&str> = loads.iter().map(|l| l.name.as_str()).collect();
+    let mut env = format!("STARTUP_LOADS='{}'\n", names.join(" "));
+    for (i, l) in loads.iter().enumerate() {
+        env.push_str(&format!(
+            "STARTUP_LOAD_{i}_READERS={}\nSTARTUP_LOAD_{i}_READER_FIO='{}'\n\
+             STARTUP_LOAD_{i}_WRITERS={}\nSTARTUP_LOAD_{i}_WRITER_FIO='{}'\nSTARTUP_LOAD_{i}_SYNC_S={}\n",
+            l.readers,
+            l.reader_fio,
+            l.writers,
+            l.writer_fio.as_deref().unwrap_or(""),
+            l.sync_s
+        ));
+    }
+    env
 }
 
 /// job.env's `STARTUP_APPS`: `name=tar` or `name=replay:/abs/trace`, space-separated.
@@ -99,7 +147,7 @@ fn apps_env(spec: &StartupSpec, root: &Path) -> String {
 
 impl Kind for Startup {
     const NAME: &'static str = "startup";
-    const SCHEMA: &'static str = "ironlift-startup/1";
+    const SCHEMA: &'static str = "ironlift-startup/2";
     const TABLES: &'static [&'static str] = &["startup"];
     const CASES: Option<&'static str> = Some("applications");
     const ROTATE_BY_DEVICE: bool = true;
@@ -116,9 +164,12 @@ impl Kind for Startup {
             );
         }
         let mut spec = spec_of(suite)?;
-        if let Some(only) = &o.workloads {
-            spec.app = only_apps(&spec, only)
+        // --workloads names the cells itself, --quick or not.
+        if let Some(names) = &o.workloads {
+            spec = only(&spec, names)
                 .with_context(|| format!("--workloads of suite {}", suite.name))?;
+        } else if o.quick {
+            spec = quick(&spec);
         }
         Ok(Startup {
             spec,
@@ -149,28 +200,46 @@ impl Kind for Startup {
         Ok(())
     }
 
-    /// One case per application; the implicit tar stand-in keeps the
-    /// unnamed case of suites without `[[startup.app]]`.
+    /// One case per application and load (applications outer); the
+    /// implicit tar stand-in and the implicit load keep the unnamed cases
+    /// of suites without `[[startup.app]]` or `[[startup.load]]`.
     fn cases(&self, _timing: &Timing) -> Vec<StartupCase> {
-        if self.spec.app.is_empty() {
-            return vec![StartupCase { app: None }];
-        }
-        self.spec
-            .app
-            .iter()
-            .map(|a| StartupCase {
-                app: Some(a.name.clone()),
+        let apps: Vec<Option<String>> = if self.spec.app.is_empty() {
+            vec![None]
+        } else {
+            self.spec.app.iter().map(|a| Some(a.name.clone())).collect()
+        };
+        let loads: Vec<Option<String>> = if self.spec.load.is_empty() {
+            vec![None]
+        } else {
+            self.spec
+                .load
+                .iter()
+                .map(|l| Some(l.name.clone()))
+                .collect()
+        };
+        apps.iter()
+            .flat_map(|app| {
+                loads.iter().map(|load| StartupCase {
+                    app: app.clone(),
+                    load: load.clone(),
+                })
             })
             .collect()
     }
 
+    /// `startup`, the application, the load (`-`: the implicit one).
     fn tsv(case: &StartupCase) -> String {
-        format!("startup\t{}", case.app.as_deref().unwrap_or("tar"))
+        format!(
+            "startup\t{}\t{}",
+            case.app.as_deref().unwrap_or("tar"),
+            case.load.as_deref().unwrap_or("-")
+        )
     }
 
     /// job.env lines for startup.sh: the `[startup]` table (the tar
     /// stand-in's settings only when it has them), the applications, the
-    /// replayer, the readers' head start (`ramp_s`) and the cap on one
+    /// loads, the replayer, the head start (`ramp_s`) and the cap on one
     /// start-up (`runtime_s`).
     fn job_env(&self, timing: &Timing) -> String {
         let sp = &self.spec;
@@ -188,15 +257,10 @@ impl Kind for Startup {
         if let Some(r) = &self.replayer {
             env.push_str(&format!("STARTUP_REPLAY={}\n", r.display()));
         }
+        env.push_str(&loads_env(sp));
         env + &format!(
-            "STARTUP_READERS={}\nSTARTUP_READER_MB={}\n\
-             STARTUP_READER_FIO='{}'\nSTARTUP_NR_REQUESTS={}\nSTARTUP_RAMP_S={}\nSTARTUP_CAP_S={}\n",
-            sp.readers,
-            sp.reader_file_mb,
-            sp.reader_fio,
-            sp.nr_requests,
-            timing.ramp_s,
-            timing.runtime_s
+            "STARTUP_READER_MB={}\nSTARTUP_NR_REQUESTS={}\nSTARTUP_RAMP_S={}\nSTARTUP_CAP_S={}\n",
+            sp.reader_file_mb, sp.nr_requests, timing.ramp_s, timing.runtime_s
         )
     }
 
@@ -250,7 +314,13 @@ impl Kind for Startup {
         use crate::kcidb::Metric;
         crate::kcidb::runs_of(
             &res.runs,
-            |c| c.app.clone().unwrap_or_else(|| "tar".into()),
+            |c| {
+                let app = c.app.clone().unwrap_or_else(|| "tar".into());
+                match &c.load {
+                    Some(load) => format!("{app}.{load}"),
+                    None => app,
+                }
+            },
             |m| {
                 let mut out = vec![
                     Metric::scaled("startup_time", m.startup_s, "s"),
@@ -262,6 +332,44 @@ impl Kind for Startup {
                 out
             },
         )
+    }
+}
+
+/// A results header for the kind's tests.
+#[cfg(test)]
+fn test_header(suite: &str, timing: Timing) -> Header {
+    Header {
+        schema: Startup::SCHEMA.into(),
+        suite: suite.into(),
+        suite_description: String::new(),
+        quick: false,
+        started: String::new(),
+        finished: String::new(),
+        kernel_release: String::new(),
+        kernel_key: String::new(),
+        accel: "tcg".into(),
+        guest_clocksource: String::new(),
+        host: String::new(),
+        guest_cpus: 2,
+        guest_memory_mb: 2048,
+        timing,
+        provenance: None,
+    }
+}
+
+/// A run's measurement for the kind's tests: its times loaded and alone.
+#[cfg(test)]
+fn test_measured(startup_s: f64, alone_s: f64) -> StartupMeasured {
+    StartupMeasured {
+        startup_s,
+        alone_s: Some(alone_s),
+        app_files: 1,
+        app_bytes: 1,
+        window_read_bytes: 0,
+        readers_mb_s: 10.0,
+        writers_mb_s: None,
+        nr_requests: None,
+        tags: None,
     }
 }
 
@@ -293,12 +401,19 @@ mod tests {
         assert!(env.starts_with("STARTUP_FILES="));
         assert!(env.contains(&format!("STARTUP_CAP_S={}\n", s.full.runtime_s)));
         assert!(env.contains(&format!("STARTUP_RAMP_S={}\n", s.full.ramp_s)));
-        assert!(env.contains(&format!("STARTUP_READER_FIO='{}'\n", sp.reader_fio)));
+        assert!(env.contains(&format!(
+            "STARTUP_LOADS='-'\nSTARTUP_LOAD_0_READERS=4\nSTARTUP_LOAD_0_READER_FIO='{}'\n\
+             STARTUP_LOAD_0_WRITERS=0\nSTARTUP_LOAD_0_WRITER_FIO=''\nSTARTUP_LOAD_0_SYNC_S=0\n",
+            sp.reader_fio.as_deref().unwrap()
+        )));
         let mut bad = sp.clone();
         bad.app_file_kb_min = bad.app_file_kb_max.map(|k| k + 1);
         assert!(bad.validate(&crate::util::repo_root()).is_err());
+        bad = sp.clone();
+        bad.reader_fio = Some("--name='x'".into());
+        assert!(bad.validate(&crate::util::repo_root()).is_err());
         bad = sp;
-        bad.reader_fio = "--name='x'".into();
+        bad.reader_fio = None;
         assert!(bad.validate(&crate::util::repo_root()).is_err());
     }
 
@@ -325,7 +440,10 @@ mod tests {
         let sch = names(&["mq-deadline", "kyber", "bfq"]);
         let p = plan(
             &names(&["nullb-slow"]),
-            &[StartupCase { app: None }],
+            &[StartupCase {
+                app: None,
+                load: None,
+            }],
             &sch,
             3,
             true,
@@ -342,7 +460,10 @@ mod tests {
         // A second device starts one further along the rotation.
         let p = plan(
             &names(&["a", "b"]),
-            &[StartupCase { app: None }],
+            &[StartupCase {
+                app: None,
+                load: None,
+            }],
             &sch,
             1,
             true,
@@ -351,7 +472,13 @@ mod tests {
             (p[0].scheduler.as_str(), p[3].scheduler.as_str()),
             ("mq-deadline", "kyber")
         );
-        assert_eq!(Startup::tsv(&StartupCase { app: None }), "startup\ttar");
+        assert_eq!(
+            Startup::tsv(&StartupCase {
+                app: None,
+                load: None
+            }),
+            "startup\ttar\t-"
+        );
     }
 
     fn run(rep: u32, s: &str, t: Option<f64>) -> StartupRun {
@@ -362,19 +489,13 @@ mod tests {
                 repeat: rep,
                 device: "nullb-slow".into(),
                 scheduler: s.into(),
-                case: StartupCase { app: None },
+                case: StartupCase {
+                    app: None,
+                    load: None,
+                },
             },
-            t.map(|t| StartupMeasured {
-                startup_s: t,
-                alone_s: Some(t / 4.0),
-                app_files: 1,
-                app_bytes: 1,
-                window_read_bytes: 0,
-                readers_mb_s: 10.0,
-                nr_requests: None,
-                tags: None,
-            })
-            .ok_or_else(|| "x".to_string()),
+            t.map(|t| test_measured(t, t / 4.0))
+                .ok_or_else(|| "x".to_string()),
         )
     }
 
@@ -411,27 +532,14 @@ mod tests {
         assert!((k.mean - (4.0 + 10.0 / 3.0 + 2.25) / 3.0).abs() < 1e-12);
         assert_eq!((bfq.startup_min_s, bfq.startup_max_s), (2.0, 4.0));
         let t = table_markdown(&StartupResults {
-            header: Header {
-                schema: Startup::SCHEMA.into(),
-                suite: "startup".into(),
-                suite_description: String::new(),
-                quick: false,
-                started: String::new(),
-                finished: String::new(),
-                kernel_release: String::new(),
-                kernel_key: String::new(),
-                accel: "tcg".into(),
-                guest_clocksource: String::new(),
-                host: String::new(),
-                guest_cpus: 2,
-                guest_memory_mb: 2048,
-                timing: Timing {
+            header: test_header(
+                "startup",
+                Timing {
                     repeats: 3,
                     runtime_s: 60,
                     ramp_s: 1,
                 },
-                provenance: None,
-            },
+            ),
             startup: spec_of(&suite()).unwrap(),
             schedulers: names(&["mq-deadline", "kyber", "bfq"]),
             devices: BTreeMap::new(),
@@ -462,7 +570,7 @@ mod tests {
         assert!(floor_vs_mq_deadline(&no_alone.iter().collect::<Vec<_>>()).is_none());
         let rows: Vec<&StartupSummary> = s.iter().collect();
         let rs: Vec<&StartupRun> = runs.iter().collect();
-        let svg = chart_svg("nullb-slow", &rows, &rs, 4);
+        let svg = chart_svg("nullb-slow", &rows, &rs, "4 sequential readers");
         assert!(svg.starts_with("<svg") && svg.ends_with("</svg>\n"));
         assert_eq!(svg.matches("<circle").count(), 8);
     }
@@ -517,18 +625,18 @@ mod tests {
         };
         let cases = k.cases(&s.full);
         assert_eq!(cases.len(), sp.app.len());
-        assert_eq!(Startup::tsv(&cases[0]), "startup\ts-xterm");
+        assert_eq!(Startup::tsv(&cases[0]), "startup\ts-xterm\t-");
         let env = k.job_env(&s.full);
         assert!(env.contains("STARTUP_REPLAY=/x/startup-replay\n"), "{env}");
         assert!(env.contains("s-xterm=replay:/"), "{env}");
         assert!(env.contains("STARTUP_NR_REQUESTS=0\n") && env.contains("STARTUP_FILES=150\n"));
         assert!(env.contains("synthetic=tar"), "{env}");
-        let only = only_apps(&sp, &names(&["gcc-hello", "s-xterm"])).unwrap();
+        let o = only(&sp, &names(&["gcc-hello", "s-xterm"])).unwrap();
         assert_eq!(
-            only.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(),
+            o.app.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(),
             ["s-xterm", "gcc-hello"]
         );
-        assert!(only_apps(&sp, &names(&["nope"])).is_err());
+        assert!(only(&sp, &names(&["nope"])).is_err());
         // A replay needs its trace; a tar application needs the stand-in's numbers.
         let mut bad = sp.clone();
         bad.app[0].trace = Some("configs/startup/traces/missing.trace".into());
@@ -542,5 +650,106 @@ mod tests {
         bad = sp.clone();
         bad.app[1].name = bad.app[0].name.clone();
         assert!(bad.validate(&crate::util::repo_root()).is_err());
+    }
+
+    fn matrix() -> Suite {
+        Suite::load(&crate::util::repo_root(), "startup-matrix").unwrap()
+    }
+
+    #[test]
+    fn the_matrix_crosses_applications_loads_and_devices() {
+        let s = matrix();
+        let sp = spec_of(&s).unwrap();
+        assert_eq!(s.devices, ["nullb-8ms", "hdd-7200", "sata-ssd"]);
+        assert_eq!(s.quick_devices.as_deref(), Some(&names(&["nullb-8ms"])[..]));
+        let k = Startup {
+            spec: sp.clone(),
+            replayer: Some("/x/startup-replay".into()),
+        };
+        let cases = k.cases(&s.full);
+        assert_eq!(cases.len(), 3 * 4);
+        assert_eq!(
+            Startup::tsv(&cases[1]),
+            "startup\txterm\tseq-rw",
+            "applications outer, loads inner"
+        );
+        // Every background and mix, each with its own readers and writers.
+        let kinds: Vec<(String, String)> = sp
+            .loads()
+            .iter()
+            .map(|l| (l.background.clone(), l.mix.clone()))
+            .collect();
+        for b in ["seq", "rand"] {
+            for m in ["r", "rw"] {
+                assert!(kinds.contains(&(b.into(), m.into())), "{b} {m}");
+            }
+        }
+        let env = k.job_env(&s.full);
+        assert!(
+            env.contains("STARTUP_LOADS='seq-r seq-rw rand-r rand-rw'\n"),
+            "{env}"
+        );
+        assert!(
+            env.contains("STARTUP_LOAD_1_WRITERS=2\n") && env.contains("STARTUP_LOAD_1_SYNC_S=2\n")
+        );
+        assert!(
+            env.contains("STARTUP_LOAD_1_WRITER_FIO='--rw=write "),
+            "{env}"
+        );
+        assert!(env.contains("STARTUP_LOAD_0_WRITER_FIO=''\n"), "{env}");
+        // --quick: the one cell of [startup.quick].
+        let q = quick(&sp);
+        let kq = Startup {
+            spec: q,
+            replayer: None,
+        };
+        let qc = kq.cases(&s.quick);
+        assert_eq!(
+            qc,
+            [StartupCase {
+                app: Some("xterm".into()),
+                load: Some("seq-rw".into())
+            }]
+        );
+        // --workloads names applications, loads or both.
+        let o = only(&sp, &names(&["rand-r", "lowriter"])).unwrap();
+        assert_eq!((o.app.len(), o.load.len()), (1, 1));
+        let o = only(&sp, &names(&["rand-r"])).unwrap();
+        assert_eq!((o.app.len(), o.load.len()), (3, 1));
+        let e = only(&sp, &names(&["bash"])).unwrap_err().to_string();
+        assert!(
+            e.contains("the loads: seq-r, seq-rw, rand-r, rand-rw"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn loads_are_checked() {
+        let sp = spec_of(&matrix()).unwrap();
+        let root = crate::util::repo_root();
+        let bad = |f: &dyn Fn(&mut StartupSpec)| {
+            let mut b = sp.clone();
+            f(&mut b);
+            b.validate(&root).is_err()
+        };
+        assert!(bad(&|b| b.load[1].writers = 0));
+        assert!(bad(&|b| b.load[1].writer_fio = None));
+        assert!(bad(&|b| b.load[0].writers = 1));
+        assert!(bad(&|b| b.load[0].mix = "w".into()));
+        assert!(bad(&|b| b.load[0].background = "mixed".into()));
+        assert!(bad(&|b| b.load[0].readers = 0));
+        assert!(bad(&|b| b.load[0].name = "a b".into()));
+        assert!(bad(&|b| b.load[1].name = b.load[0].name.clone()));
+        assert!(bad(&|b| b.load[1].writer_fio = Some("--name='w'".into())));
+        // Readers belong to the loads when there are loads.
+        assert!(bad(&|b| b.readers = Some(5)));
+        assert!(bad(&|b| b.quick.as_mut().unwrap().loads = names(&["nope"])));
+        assert!(bad(&|b| b.quick.as_mut().unwrap().apps.clear()));
+        assert!(!bad(&|_| {}));
+        // A load of the suite file with an unknown key does not parse.
+        let text = std::fs::read_to_string(root.join("configs/suites/startup-matrix.toml"))
+            .unwrap()
+            .replace("sync_s = 2\n", "sync_s = 2\nsyncs = 1\n");
+        assert!(spec_of(&Suite::parse(&text).unwrap()).is_err());
     }
 }

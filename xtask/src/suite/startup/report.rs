@@ -2,6 +2,7 @@
 //! chart per device, report.md.
 
 use super::results::{StartupResults, StartupRun, StartupSummary};
+use super::spec::StartupSpec;
 use crate::chart::{self, esc};
 use crate::report::{self, num, pm, Page};
 use crate::stats::Ratio;
@@ -51,11 +52,14 @@ fn floor_line(rows: &[&StartupSummary]) -> String {
     }
 }
 
-/// The (device, application) pairs of the summary rows, in order.
-fn row_groups(res: &StartupResults) -> Vec<(&str, Option<&str>)> {
-    let mut out: Vec<(&str, Option<&str>)> = Vec::new();
+/// A cell of the summary: device, application, load.
+type CellRef<'a> = (&'a str, Option<&'a str>, Option<&'a str>);
+
+/// The cells of the summary rows, in order.
+fn row_groups(res: &StartupResults) -> Vec<CellRef<'_>> {
+    let mut out: Vec<CellRef<'_>> = Vec::new();
     for r in &res.summary {
-        let g = (r.device.as_str(), r.app.as_deref());
+        let g = (r.device.as_str(), r.app.as_deref(), r.load.as_deref());
         if !out.contains(&g) {
             out.push(g);
         }
@@ -63,15 +67,99 @@ fn row_groups(res: &StartupResults) -> Vec<(&str, Option<&str>)> {
     out
 }
 
-/// The results as Markdown tables, one per device and application.
-pub fn table_markdown(res: &StartupResults) -> String {
+/// The summary rows of a cell.
+fn cell_rows<'a>(
+    res: &'a StartupResults,
+    (dev, app, load): CellRef<'_>,
+) -> Vec<&'a StartupSummary> {
+    res.summary
+        .iter()
+        .filter(|r| r.device == dev && r.app.as_deref() == app && r.load.as_deref() == load)
+        .collect()
+}
+
+/// What a table's heading says the background is: the named load's
+/// readers and writers, or the implicit load's readers.
+fn load_words(sp: &StartupSpec, load: Option<&str>) -> String {
+    let Some(l) = load.and_then(|n| sp.load.iter().find(|l| l.name == n)) else {
+        return format!("{} readers", sp.readers.unwrap_or(0));
+    };
+    let pattern = if l.background == "rand" {
+        "random"
+    } else {
+        "sequential"
+    };
+    if l.writers > 0 {
+        format!(
+            "{} ({} {pattern} readers and {} writers)",
+            l.name, l.readers, l.writers
+        )
+    } else {
+        format!("{} ({} {pattern} readers)", l.name, l.readers)
+    }
+}
+
+/// The matrix at a glance (suites with `[[startup.load]]`): per device, a
+/// row per application and load, a column per scheduler, each cell the
+/// mean start-up time under the load and alone; then the seed's figures
+/// beside ours.
+fn matrix_markdown(res: &StartupResults) -> String {
+    let sp = &res.startup;
+    if sp.load.is_empty() {
+        return String::new();
+    }
     let mut s = String::new();
-    for (dev, app) in row_groups(res) {
-        let rows: Vec<&StartupSummary> = res
-            .summary
-            .iter()
-            .filter(|r| r.device == dev && r.app.as_deref() == app)
-            .collect();
+    let mut devices: Vec<&str> = Vec::new();
+    for (d, _, _) in row_groups(res) {
+        if !devices.contains(&d) {
+            devices.push(d);
+        }
+    }
+    for dev in devices {
+        let _ = write!(
+            s,
+            "\n#### {dev}: start-up s under the load / alone (mean over repeats)\n\n\
+             | application | load | background | mix | {} |\n|---|---|---|---|{}\n",
+            res.schedulers.join(" | "),
+            "---:|".repeat(res.schedulers.len())
+        );
+        for cell in row_groups(res).into_iter().filter(|c| c.0 == dev) {
+            let rows = cell_rows(res, cell);
+            let l = cell.2.and_then(|n| sp.load.iter().find(|l| l.name == n));
+            let _ = write!(
+                s,
+                "| {} | {} | {} | {} |",
+                cell.1.unwrap_or("tar"),
+                cell.2.unwrap_or("-"),
+                l.map_or("-", |l| l.background.as_str()),
+                l.map_or("-", |l| l.mix.as_str())
+            );
+            for sched in &res.schedulers {
+                let v = match rows.iter().find(|r| &r.scheduler == sched) {
+                    Some(r) if r.startup_mean_s.is_finite() => format!(
+                        "{} / {}",
+                        num(r.startup_mean_s, 2),
+                        r.alone_mean_s.map_or("-".into(), |a| num(a, 2))
+                    ),
+                    Some(_) => "failed".into(),
+                    None => "-".into(),
+                };
+                let _ = write!(s, " {v} |");
+            }
+            s.push('\n');
+        }
+    }
+    s.push_str(&super::seeds::beside_ours(res));
+    s
+}
+
+/// The results as Markdown tables, one per cell (device, application,
+/// load), after the matrix overview when the suite has loads.
+pub fn table_markdown(res: &StartupResults) -> String {
+    let mut s = matrix_markdown(res);
+    for cell in row_groups(res) {
+        let (dev, app, load) = cell;
+        let rows = cell_rows(res, cell);
         let path = res.devices.get(dev).map(|d| d.path.as_str()).unwrap_or("?");
         let what = match app {
             Some(a) => format!("{a}: start-up"),
@@ -84,13 +172,19 @@ pub fn table_markdown(res: &StartupResults) -> String {
         } else {
             ("", "")
         };
+        let writing = rows.iter().any(|r| r.writers_mb_s_mean.is_some());
+        let (w_head, w_rule) = if writing {
+            (" writers MB/s |", "---:|")
+        } else {
+            ("", "")
+        };
         let _ = write!(
             s,
-            "\n#### {dev} ({path}) — {what} under {} readers\n\n\
+            "\n#### {dev} ({path}) — {what} under {}\n\n\
              | scheduler | start-up s (mean ± sd) | min–max s | vs mq-deadline | vs bfq | \
-             alone s (mean ± sd) | × alone | readers MB/s (mean ± sd) |{tag_head} runs |\n\
-             |---|---:|---:|---:|---:|---:|---:|---:|{tag_rule}---:|\n",
-            res.startup.readers
+             alone s (mean ± sd) | × alone | readers MB/s (mean ± sd) |{w_head}{tag_head} runs |\n\
+             |---|---:|---:|---:|---:|---:|---:|---:|{w_rule}{tag_rule}---:|\n",
+            load_words(&res.startup, load)
         );
         for row in &rows {
             let failed = if row.failed > 0 {
@@ -111,9 +205,17 @@ pub fn table_markdown(res: &StartupResults) -> String {
             } else {
                 String::new()
             };
+            let writers = if writing {
+                format!(
+                    " {} |",
+                    row.writers_mb_s_mean.map_or("-".into(), |x| num(x, 2))
+                )
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 s,
-                "| {} | {} | {}–{} | {} | {} | {} | {} | {} |{tags} {}{} |",
+                "| {} | {} | {}–{} | {} | {} | {} | {} | {} |{writers}{tags} {}{} |",
                 row.scheduler,
                 pm(row.startup_mean_s, row.startup_sd_s, 2),
                 num(row.startup_min_s, 2),
@@ -130,6 +232,38 @@ pub fn table_markdown(res: &StartupResults) -> String {
         s.push_str(&floor_line(&rows));
     }
     s
+}
+
+/// What the report says the background load is, or the loads are.
+fn background_line(sp: &StartupSpec, ramp_s: u32) -> String {
+    if sp.load.is_empty() {
+        return format!(
+            "{} sequential readers (one fio process each, `{}`, {} MiB file each), \
+             {ramp_s} s head start",
+            sp.readers.unwrap_or(0),
+            sp.reader_fio.as_deref().unwrap_or(""),
+            sp.reader_file_mb
+        );
+    }
+    let loads: Vec<String> = sp
+        .load
+        .iter()
+        .map(|l| {
+            let mut x = format!("`{}`: {} readers `{}`", l.name, l.readers, l.reader_fio);
+            if let Some(w) = &l.writer_fio {
+                x.push_str(&format!(", {} writers `{w}`", l.writers));
+                if l.sync_s > 0 {
+                    x.push_str(&format!(", `sync` every {} s", l.sync_s));
+                }
+            }
+            x
+        })
+        .collect();
+    format!(
+        "{} (fio jobs of one fio process, each on its own {} MiB file); {ramp_s} s head start",
+        loads.join("; "),
+        sp.reader_file_mb
+    )
 }
 
 /// What the report says the applications are.
@@ -161,7 +295,7 @@ pub fn chart_svg(
     device: &str,
     rows: &[&StartupSummary],
     runs: &[&StartupRun],
-    readers: u32,
+    background: &str,
 ) -> String {
     let left = 110.0;
     let top = 40.0;
@@ -186,8 +320,9 @@ pub fn chart_svg(
         height,
         10.0,
         &format!(
-            "{}: start-up time under {readers} sequential readers (s; mean ± sd, dots = runs)",
-            esc(device)
+            "{}: start-up time under {} (s; mean ± sd, dots = runs)",
+            esc(device),
+            esc(background)
         ),
     );
     let bottom = top + rows.len() as f64 * (bar_h + gap);
@@ -254,25 +389,31 @@ fn charts(res: &StartupResults) -> Vec<(String, String, String)> {
     let sp = &res.startup;
     row_groups(res)
         .into_iter()
-        .map(|(d, app)| {
-            let rows: Vec<&StartupSummary> = res
-                .summary
-                .iter()
-                .filter(|s| s.device == d && s.app.as_deref() == app)
-                .collect();
+        .map(|cell| {
+            let (d, app, load) = cell;
+            let rows = cell_rows(res, cell);
             let runs: Vec<&StartupRun> = res
                 .runs
                 .iter()
-                .filter(|r| r.run.device == d && r.run.case.app.as_deref() == app)
+                .filter(|r| {
+                    r.run.device == d
+                        && r.run.case.app.as_deref() == app
+                        && r.run.case.load.as_deref() == load
+                })
                 .collect();
-            let name = match app {
-                Some(a) => format!("{d}-{a}"),
-                None => d.to_string(),
+            let name = [Some(d), app, load]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join("-");
+            let background = match load {
+                Some(_) => load_words(sp, load),
+                None => format!("{} sequential readers", sp.readers.unwrap_or(0)),
             };
             (
                 name.clone(),
                 format!("chart-startup-{name}.svg"),
-                chart_svg(&name, &rows, &runs, sp.readers),
+                chart_svg(&name, &rows, &runs, &background),
             )
         })
         .collect()
@@ -291,14 +432,7 @@ pub fn write(dir: &Path, res: &StartupResults) -> Result<()> {
                 "application",
                 apps_line(sp),
             ),
-            (
-                "background",
-                format!(
-                    "{} sequential readers (one fio process each, `{}`, {} MiB file each), \
-                     {} s head start",
-                    sp.readers, sp.reader_fio, sp.reader_file_mb, h.timing.ramp_s
-                ),
-            ),
+            ("background", background_line(sp, h.timing.ramp_s)),
             (
                 "timing",
                 format!(
@@ -339,7 +473,16 @@ pub fn write(dir: &Path, res: &StartupResults) -> Result<()> {
                  before the scheduler sees it), \"tags taken\" their mean."
             .into(),
         failed: report::failed_runs(&res.runs, |r| {
-            format!("{} {} (repeat {})", r.device, r.scheduler, r.repeat)
+            let cell: Vec<&str> = [r.case.app.as_deref(), r.case.load.as_deref()]
+                .into_iter()
+                .flatten()
+                .collect();
+            let cell = if cell.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", cell.join(" under "))
+            };
+            format!("{} {}{cell} (repeat {})", r.device, r.scheduler, r.repeat)
         }),
         charts,
         tables: table_markdown(res),

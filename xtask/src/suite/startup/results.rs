@@ -1,5 +1,5 @@
 //! What a start-up run measured, the statistics over repeats, and the
-//! results file (schema `ironlift-startup/1`, docs/results-schema.md).
+//! results file (schema `ironlift-startup/2`, docs/results-schema.md).
 
 use super::spec::StartupSpec;
 use crate::devices::Device;
@@ -12,15 +12,22 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
+/// The schema before loads and writers; its files read back as the
+/// current one's.
+pub const SCHEMA_1: &str = "ironlift-startup/1";
+
 /// The schedulers every start-up time is compared with, as ratios.
 pub const REFERENCES: [&str; 2] = ["mq-deadline", "bfq"];
 
 /// What a start-up run plans besides device and scheduler: the
-/// application (absent for a suite's implicit tar stand-in).
+/// application (absent for a suite's implicit tar stand-in) and the
+/// background load (absent for a suite's implicit one).
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
 pub struct StartupCase {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub app: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<String>,
 }
 
 /// One run's record in the results file.
@@ -48,6 +55,9 @@ pub struct StartupMeasured {
     /// and start-up), MB/s (10^6 B/s), from fio.
     #[serde(deserialize_with = "crate::util::nan_if_null")]
     pub readers_mb_s: f64,
+    /// The writers' aggregate throughput likewise (absent without writers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writers_mb_s: Option<f64>,
     /// The device's `nr_requests` during the run (absent in results
     /// written before it was recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -88,7 +98,37 @@ struct GuestStartup {
     tags_busy_sum: u64,
 }
 
-/// Parses a run's `<id>.json` (startup.sh) and `<id>.readers.json` (fio).
+/// The writers' MB/s (10^6 B/s) in the background's fio JSON: the group
+/// of the job named `writer` (startup.sh starts readers and writers as two
+/// groups of one fio process); None when it has no writers.
+pub fn writers_mb_s(fio_json: &str) -> Result<Option<f64>> {
+    let Some(start) = fio_json.find('{') else {
+        bail!("no JSON object in fio output");
+    };
+    let v: serde_json::Value = serde_json::from_str(&fio_json[start..]).context("fio JSON")?;
+    let jobs = v
+        .get("jobs")
+        .and_then(|j| j.as_array())
+        .context("fio JSON has no jobs")?;
+    let Some(w) = jobs
+        .iter()
+        .find(|j| j.get("jobname").and_then(|n| n.as_str()) == Some("writer"))
+    else {
+        return Ok(None);
+    };
+    if let Some(e) = w.get("error").and_then(|e| e.as_i64()).filter(|e| *e != 0) {
+        bail!("fio reported error {e} for the writers");
+    }
+    let bw_kib = w
+        .get("write")
+        .and_then(|d| d.get("bw"))
+        .and_then(|x| x.as_f64())
+        .context("the writers' group has no write bandwidth")?;
+    Ok(Some(bw_kib * 1024.0 / 1e6))
+}
+
+/// Parses a run's `<id>.json` (startup.sh) and `<id>.readers.json` (fio:
+/// the readers and, with a load's writers, the writers).
 pub fn parse_run(startup_json: &str, readers_json: &str) -> Result<StartupMeasured> {
     let g: GuestStartup =
         serde_json::from_str(startup_json.trim()).context("the guest's start-up record")?;
@@ -111,6 +151,7 @@ pub fn parse_run(startup_json: &str, readers_json: &str) -> Result<StartupMeasur
         );
     }
     let readers = parse_fio(readers_json).context("the readers' fio output")?;
+    let writers = writers_mb_s(readers_json).context("the writers' fio output")?;
     Ok(StartupMeasured {
         startup_s: g.startup_s,
         alone_s: g.alone_s,
@@ -118,6 +159,7 @@ pub fn parse_run(startup_json: &str, readers_json: &str) -> Result<StartupMeasur
         app_bytes: g.app_bytes,
         window_read_bytes: g.window_read_bytes,
         readers_mb_s: readers.mb_s,
+        writers_mb_s: writers,
         nr_requests: g.nr_requests,
         tags: (g.tag_samples > 0).then(|| TagSamples {
             samples: g.tag_samples,
@@ -140,13 +182,16 @@ pub fn read_run(runs_dir: &Path, id: &str) -> Result<StartupMeasured, String> {
     parse_run(&s, &r).map_err(|e| format!("{e:#}"))
 }
 
-/// Statistics over the repeats of one (device, scheduler).
+/// Statistics over the repeats of one (device, application, load, scheduler).
 #[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct StartupSummary {
     pub device: String,
     /// The application (absent for the implicit tar stand-in).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub app: Option<String>,
+    /// The load (absent for the implicit one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<String>,
     pub scheduler: String,
     pub runs: usize,
     pub failed: usize,
@@ -162,6 +207,9 @@ pub struct StartupSummary {
     pub readers_mb_s_mean: f64,
     #[serde(deserialize_with = "crate::util::nan_if_null")]
     pub readers_mb_s_sd: f64,
+    /// The writers' MB/s, mean over runs (absent without writers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writers_mb_s_mean: Option<f64>,
     /// Mean and sample standard deviation of the start-up time with no
     /// readers (null when not measured).
     #[serde(default)]
@@ -183,11 +231,18 @@ pub struct StartupSummary {
     pub tags_busy_mean: Option<f64>,
 }
 
-/// The (device, application) pairs of the runs, in plan order.
-pub fn groups(runs: &[StartupRun]) -> Vec<(String, Option<String>)> {
-    let mut out: Vec<(String, Option<String>)> = Vec::new();
+/// A cell of the matrix: device, application, load.
+pub type Cell = (String, Option<String>, Option<String>);
+
+/// The cells of the runs, in plan order.
+pub fn groups(runs: &[StartupRun]) -> Vec<Cell> {
+    let mut out: Vec<Cell> = Vec::new();
     for r in runs {
-        let g = (r.run.device.clone(), r.run.case.app.clone());
+        let g = (
+            r.run.device.clone(),
+            r.run.case.app.clone(),
+            r.run.case.load.clone(),
+        );
         if !out.contains(&g) {
             out.push(g);
         }
@@ -195,15 +250,20 @@ pub fn groups(runs: &[StartupRun]) -> Vec<(String, Option<String>)> {
     out
 }
 
-// Long: one pass per (device, application) computing every column of a
-// summary row; the columns share the filtered runs.
-/// Summaries per device and application (plan order) × scheduler (given order).
+// Long: one pass per cell computing every column of a summary row; the
+// columns share the filtered runs.
+/// Summaries per cell (plan order) × scheduler (given order).
 pub fn summarize(runs: &[StartupRun], schedulers: &[String]) -> Vec<StartupSummary> {
     let mut out = Vec::new();
-    for (dev, app) in groups(runs) {
+    for (dev, app, load) in groups(runs) {
         let of = |s: &str| -> Vec<&StartupRun> {
             runs.iter()
-                .filter(|r| r.run.device == dev && r.run.case.app == app && r.run.scheduler == s)
+                .filter(|r| {
+                    r.run.device == dev
+                        && r.run.case.app == app
+                        && r.run.case.load == load
+                        && r.run.scheduler == s
+                })
                 .collect()
         };
         let by_repeat = |s: &str| -> BTreeMap<u32, f64> {
@@ -227,6 +287,7 @@ pub fn summarize(runs: &[StartupRun], schedulers: &[String]) -> Vec<StartupSumma
             let (startup_mean_s, startup_sd_s) = mean_sd(&times);
             let (readers_mb_s_mean, readers_mb_s_sd) =
                 mean_sd(&ms.iter().map(|(_, m)| m.readers_mb_s).collect::<Vec<_>>());
+            let writers_mb_s_mean = mean_of_some(ms.iter().map(|(_, m)| m.writers_mb_s));
             let alone: Vec<f64> = ms.iter().filter_map(|(_, m)| m.alone_s).collect();
             let (alone_mean_s, alone_sd_s) = match mean_sd_of(&alone) {
                 Some((m, sd)) => (Some(m), Some(sd)),
@@ -249,6 +310,7 @@ pub fn summarize(runs: &[StartupRun], schedulers: &[String]) -> Vec<StartupSumma
             out.push(StartupSummary {
                 device: dev.to_string(),
                 app: app.clone(),
+                load: load.clone(),
                 scheduler: s.clone(),
                 runs: rs.len(),
                 failed: rs.len() - ms.len(),
@@ -258,6 +320,7 @@ pub fn summarize(runs: &[StartupRun], schedulers: &[String]) -> Vec<StartupSumma
                 startup_max_s: times.iter().copied().fold(f64::NAN, f64::max),
                 readers_mb_s_mean,
                 readers_mb_s_sd,
+                writers_mb_s_mean,
                 alone_mean_s,
                 alone_sd_s,
                 slowdown: Ratio::of(&slowdowns),
@@ -270,7 +333,8 @@ pub fn summarize(runs: &[StartupRun], schedulers: &[String]) -> Vec<StartupSumma
     out
 }
 
-/// The whole results file (schema `ironlift-startup/1`). In its header,
+/// The whole results file (schema `ironlift-startup/2`; `/1` files, from
+/// before loads and writers, read back as `/2` without them). In its header,
 /// `timing.runtime_s` caps one start-up and `timing.ramp_s` is the
 /// readers' head start.
 #[derive(Serialize, Deserialize, Debug, Clone)]
@@ -334,5 +398,25 @@ mod tests {
         assert_eq!(parse_run(&none, FIO).unwrap().tags, None);
         let more_full = g.replace(r#""tags_full_samples": 150"#, r#""tags_full_samples": 201"#);
         assert!(parse_run(&more_full, FIO).is_err());
+    }
+
+    #[test]
+    fn writers_are_the_second_group() {
+        // fio --group_reporting with readers, then writers as --new_group.
+        let two = r#"note: both groups
+{"jobs":[{"jobname":"reader","error":0,"read":{"iops":100,"bw":10000,"clat_ns":{"mean":1e6}},"write":{"iops":0,"bw":0}},
+ {"jobname":"writer","error":0,"read":{"iops":0,"bw":0},"write":{"iops":30,"bw":3906.25}}]}"#;
+        let g = r#"{"startup_s": 2.5, "alone_s": 0.5, "app_files": 3, "app_bytes": 30, "window_read_bytes": 9}"#;
+        let m = parse_run(g, two).unwrap();
+        assert!((m.readers_mb_s - 10000.0 * 1024.0 / 1e6).abs() < 1e-9);
+        assert_eq!(m.writers_mb_s, Some(4.0));
+        assert_eq!(parse_run(g, FIO).unwrap().writers_mb_s, None);
+        let failed = two.replace(
+            r#""jobname":"writer","error":0"#,
+            r#""jobname":"writer","error":5"#,
+        );
+        assert!(parse_run(g, &failed).is_err());
+        let no_bw = two.replace(r#""write":{"iops":30,"bw":3906.25}"#, r#""write":{}"#);
+        assert!(parse_run(g, &no_bw).is_err());
     }
 }

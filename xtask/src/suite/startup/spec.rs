@@ -23,12 +23,24 @@ pub struct StartupSpec {
     /// without any, the one `tar` stand-in above.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub app: Vec<AppSpec>,
-    /// Greedy sequential readers, one fio process each, and the size of
-    /// each one's file (they wrap round it).
-    pub readers: u32,
+    /// Greedy readers (fio jobs) and the size of each one's file (they
+    /// wrap round it); with `[[startup.load]]`, each load has its own
+    /// readers and these are absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub readers: Option<u32>,
     pub reader_file_mb: u32,
     /// fio arguments of a reader (direct I/O, so it always reaches the device).
-    pub reader_fio: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reader_fio: Option<String>,
+    /// The background loads, each a case of the plan with every
+    /// application (`[[startup.load]]`); without any, the one load of
+    /// `readers` and `reader_fio`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub load: Vec<LoadSpec>,
+    /// What `--quick` runs of the applications and loads (`[startup.quick]`;
+    /// without it, all of them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quick: Option<QuickSpec>,
     /// `queue/nr_requests`, set after selecting each scheduler (selecting
     /// one resets it to twice the device depth); not under `none`, whose
     /// depth is the device's and cannot grow. 0 leaves the device's default.
@@ -48,6 +60,86 @@ pub struct AppSpec {
     /// The trace, relative to the repository (configs/startup/traces).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<String>,
+}
+
+/// One background load of a start-up suite (`[[startup.load]]`): greedy
+/// readers and, for a mix of reads and writes, writers, all fio jobs of one
+/// fio process.
+#[derive(Deserialize, Serialize, Debug, Clone, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct LoadSpec {
+    /// Its name in the plan, results and report.
+    pub name: String,
+    /// The I/O pattern: `seq` or `rand`.
+    pub background: String,
+    /// `r` (only reads) or `rw` (reads and writes: `writers` > 0).
+    pub mix: String,
+    pub readers: u32,
+    pub reader_fio: String,
+    #[serde(default)]
+    pub writers: u32,
+    /// fio arguments of a writer (absent without writers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writer_fio: Option<String>,
+    /// Seconds between the `sync`s the guest starts while writers run (the
+    /// S suite syncs every 2 s); 0 for none.
+    #[serde(default)]
+    pub sync_s: u32,
+}
+
+/// What `--quick` runs (`[startup.quick]`): application and load names.
+#[derive(Deserialize, Serialize, Debug, Clone, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct QuickSpec {
+    pub apps: Vec<String>,
+    pub loads: Vec<String>,
+}
+
+/// A name the guest passes in job.env and plan.tsv unquoted.
+fn plain_name(what: &str, name: &str) -> Result<()> {
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+    {
+        bail!("[startup]: {what} name {name:?}: letters, digits, - _ . only");
+    }
+    Ok(())
+}
+
+/// fio arguments the guest passes in single quotes.
+fn plain_fio(what: &str, args: &str) -> Result<()> {
+    if args.contains(['\'', '\n']) {
+        bail!("[startup]: {what} must not hold quotes or newlines");
+    }
+    Ok(())
+}
+
+impl LoadSpec {
+    fn validate(&self) -> Result<()> {
+        plain_name("load", &self.name)?;
+        let n = &self.name;
+        if !["seq", "rand"].contains(&self.background.as_str()) {
+            bail!(
+                "[startup]: load {n}: background {:?}; seq or rand",
+                self.background
+            );
+        }
+        match (self.mix.as_str(), self.writers, &self.writer_fio) {
+            ("r", 0, None) | ("rw", 1.., Some(_)) => {}
+            ("r", _, _) => bail!("[startup]: load {n}: mix r has no writers and no writer_fio"),
+            ("rw", _, _) => bail!("[startup]: load {n}: mix rw needs writers >= 1 and writer_fio"),
+            (m, _, _) => bail!("[startup]: load {n}: mix {m:?}; r or rw"),
+        }
+        if self.readers == 0 {
+            bail!("[startup]: load {n}: need readers >= 1");
+        }
+        plain_fio(&format!("load {n}: reader_fio"), &self.reader_fio)?;
+        if let Some(w) = &self.writer_fio {
+            plain_fio(&format!("load {n}: writer_fio"), w)?;
+        }
+        Ok(())
+    }
 }
 
 impl StartupSpec {
@@ -88,27 +180,61 @@ impl StartupSpec {
                 bail!("[startup]: two applications named {:?}", a.name);
             }
         }
-        if self.readers == 0 || self.reader_file_mb == 0 {
-            bail!("[startup]: need readers >= 1 and reader_file_mb >= 1");
+        if self.reader_file_mb == 0 {
+            bail!("[startup]: need reader_file_mb >= 1");
         }
-        if self.reader_fio.contains(['\'', '\n']) {
-            bail!("[startup]: reader_fio must not hold quotes or newlines");
+        if self.load.is_empty() {
+            match (self.readers, &self.reader_fio) {
+                (Some(1..), Some(f)) => plain_fio("reader_fio", f)?,
+                _ => bail!("[startup]: need readers >= 1 and reader_fio, or [[startup.load]]"),
+            }
+        } else if self.readers.is_some() || self.reader_fio.is_some() {
+            bail!("[startup]: with [[startup.load]], each load has its readers; no readers or reader_fio in [startup]");
+        }
+        for (i, l) in self.load.iter().enumerate() {
+            l.validate()?;
+            if self.load[..i].iter().any(|m| m.name == l.name) {
+                bail!("[startup]: two loads named {:?}", l.name);
+            }
+        }
+        if let Some(q) = &self.quick {
+            let apps: Vec<String> = apps.iter().map(|a| a.name.clone()).collect();
+            let loads: Vec<String> = self.load.iter().map(|l| l.name.clone()).collect();
+            for (what, names, known) in [("apps", &q.apps, &apps), ("loads", &q.loads, &loads)] {
+                if names.is_empty() {
+                    bail!("[startup.quick]: {what} is empty");
+                }
+                if let Some(bad) = names.iter().find(|n| !known.contains(n)) {
+                    bail!(
+                        "[startup.quick]: {what}: no {bad:?}; the suite's: {}",
+                        known.join(", ")
+                    );
+                }
+            }
         }
         Ok(())
     }
 
-    fn validate_app(&self, a: &AppSpec, root: &Path) -> Result<()> {
-        if a.name.is_empty()
-            || !a
-                .name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
-        {
-            bail!(
-                "[startup]: application name {:?}: letters, digits, - _ . only",
-                a.name
-            );
+    /// The loads: `load`, or the one of `readers` and `reader_fio` (named
+    /// `-`, sequential reads).
+    pub fn loads(&self) -> Vec<LoadSpec> {
+        if !self.load.is_empty() {
+            return self.load.clone();
         }
+        vec![LoadSpec {
+            name: "-".into(),
+            background: "seq".into(),
+            mix: "r".into(),
+            readers: self.readers.unwrap_or(0),
+            reader_fio: self.reader_fio.clone().unwrap_or_default(),
+            writers: 0,
+            writer_fio: None,
+            sync_s: 0,
+        }]
+    }
+
+    fn validate_app(&self, a: &AppSpec, root: &Path) -> Result<()> {
+        plain_name("application", &a.name)?;
         match (a.kind.as_str(), &a.trace) {
             ("tar", None) => {
                 let Some((files, dirs, lo, hi)) = self.tar() else {
