@@ -24,6 +24,11 @@ pub struct Suite {
     pub devices: Vec<String>,
     pub full: Timing,
     pub quick: Timing,
+    /// Scheduler variants with tunables (`bfq:low_latency=0`, see
+    /// [`super::sched`]) measured after the default schedulers, each its
+    /// own column; `--schedulers` replaces both.
+    #[serde(default)]
+    pub variants: Vec<String>,
     /// The kind's own tables ([`Kind::TABLES`]).
     #[serde(flatten)]
     pub tables: toml::Table,
@@ -47,7 +52,9 @@ impl Suite {
     }
 
     pub fn parse(text: &str) -> Result<Suite> {
-        Ok(toml::from_str(text)?)
+        let suite: Suite = toml::from_str(text)?;
+        super::sched::check_all(&suite.variants).context("variants")?;
+        Ok(suite)
     }
 
     /// The kind's table `key`, if the file has it; fails on a table the

@@ -13,6 +13,7 @@
 pub mod fio;
 pub mod kind;
 pub mod runner;
+pub mod sched;
 pub mod startup;
 
 use crate::flags::QemuBench;

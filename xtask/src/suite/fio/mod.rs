@@ -181,7 +181,7 @@ impl Kind for Fio {
             add_counters(&mut m, &c);
         }
         if let Some(syms) = &self.symbols {
-            m.insns = count_insns(&base, syms, &run.scheduler);
+            m.insns = count_insns(&base, syms, super::sched::elevator_of(&run.scheduler));
         }
         Ok(m)
     }
