@@ -83,9 +83,12 @@ impl Suite {
 /// summarised and reported. The runner (`super::runner`) does the rest:
 /// options, devices, the guest job, the boot, results.json, the verdict.
 pub trait Kind: Sized {
-    /// `kind` in the suite file, `SUITE_KIND` in job.env, and the guest's
-    /// runner `qemu/guest/<NAME>.sh`.
+    /// `kind` in the suite file.
     const NAME: &'static str;
+    /// `SUITE_KIND` in job.env: the guest's runner,
+    /// `qemu/guest/<RUNNER>.sh` (another kind's, when its runs are that
+    /// kind's runs).
+    const RUNNER: &'static str = Self::NAME;
     /// results.json `schema` (docs/results-schema.md).
     const SCHEMA: &'static str;
     /// The suite file's tables the kind reads.

@@ -11,6 +11,7 @@
 //! `run_plan`), and its line in [`qemu_bench`] and [`report`] below.
 
 pub mod fio;
+pub mod jobs;
 pub mod kind;
 pub mod runner;
 pub mod sched;
@@ -24,7 +25,7 @@ use std::fs;
 use std::path::Path;
 
 /// The kinds of suite, by [`Kind::NAME`].
-const KINDS: &[&str] = &[fio::Fio::NAME, startup::Startup::NAME];
+const KINDS: &[&str] = &[fio::Fio::NAME, startup::Startup::NAME, jobs::Jobs::NAME];
 
 /// `cargo xtask qemu-bench`.
 pub fn qemu_bench(o: &QemuBench) -> Result<()> {
@@ -32,6 +33,7 @@ pub fn qemu_bench(o: &QemuBench) -> Result<()> {
     match suite.kind.as_str() {
         fio::Fio::NAME => runner::run::<fio::Fio>(o, &suite),
         startup::Startup::NAME => runner::run::<startup::Startup>(o, &suite),
+        jobs::Jobs::NAME => runner::run::<jobs::Jobs>(o, &suite),
         other => bail!(
             "suite {}: no kind {other:?}; the kinds: {}",
             suite.name,
@@ -53,9 +55,12 @@ pub fn report(path: &Path) -> Result<()> {
         .ok()
         .and_then(|v| v.get("schema")?.as_str().map(str::to_string))
         .unwrap_or_default();
+    let not_valid = format!("is not a valid {schema} file");
     if schema == startup::Startup::SCHEMA {
-        let not_valid = format!("is not a valid {schema} file");
         return runner::rerender::<startup::Startup>(&file, &text, &not_valid);
+    }
+    if schema == jobs::Jobs::SCHEMA {
+        return runner::rerender::<jobs::Jobs>(&file, &text, &not_valid);
     }
     let not_valid = format!("is not an {} results file", fio::Fio::SCHEMA);
     runner::rerender::<fio::Fio>(&file, &text, &not_valid)

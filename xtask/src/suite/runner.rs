@@ -104,7 +104,7 @@ pub fn run<K: Kind>(o: &QemuBench, suite: &Suite) -> Result<()> {
         &all_devices,
         &devices,
         &plan_tsv::<K>(&plan, &all_devices)?,
-        &format!("SUITE_KIND={}\n{}", K::NAME, kind.job_env(&timing)),
+        &format!("SUITE_KIND={}\n{}", K::RUNNER, kind.job_env(&timing)),
     )?;
 
     let (estimate, timeout) = kind.duration(plan.len(), &timing);
