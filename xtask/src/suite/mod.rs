@@ -10,6 +10,7 @@
 //! `qemu/guest/<kind>.sh` (a function for one run, given to lib.sh's
 //! `run_plan`), and its line in [`qemu_bench`] and [`report`] below.
 
+pub mod androbench;
 pub mod fio;
 pub mod jobs;
 pub mod kind;
@@ -25,7 +26,12 @@ use std::fs;
 use std::path::Path;
 
 /// The kinds of suite, by [`Kind::NAME`].
-const KINDS: &[&str] = &[fio::Fio::NAME, startup::Startup::NAME, jobs::Jobs::NAME];
+const KINDS: &[&str] = &[
+    fio::Fio::NAME,
+    startup::Startup::NAME,
+    jobs::Jobs::NAME,
+    androbench::Androbench::NAME,
+];
 
 /// `cargo xtask qemu-bench`.
 pub fn qemu_bench(o: &QemuBench) -> Result<()> {
@@ -34,6 +40,7 @@ pub fn qemu_bench(o: &QemuBench) -> Result<()> {
         fio::Fio::NAME => runner::run::<fio::Fio>(o, &suite),
         startup::Startup::NAME => runner::run::<startup::Startup>(o, &suite),
         jobs::Jobs::NAME => runner::run::<jobs::Jobs>(o, &suite),
+        androbench::Androbench::NAME => runner::run::<androbench::Androbench>(o, &suite),
         other => bail!(
             "suite {}: no kind {other:?}; the kinds: {}",
             suite.name,
@@ -61,6 +68,9 @@ pub fn report(path: &Path) -> Result<()> {
     }
     if schema == jobs::Jobs::SCHEMA {
         return runner::rerender::<jobs::Jobs>(&file, &text, &not_valid);
+    }
+    if schema == androbench::Androbench::SCHEMA {
+        return runner::rerender::<androbench::Androbench>(&file, &text, &not_valid);
     }
     let not_valid = format!("is not an {} results file", fio::Fio::SCHEMA);
     runner::rerender::<fio::Fio>(&file, &text, &not_valid)

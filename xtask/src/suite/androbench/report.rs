@@ -1,0 +1,218 @@
+//! The androbench suite's report: a table per device (each test in
+//! Androbench's unit, mean ± sd per scheduler) and the seeds' orderings
+//! beside ours.
+
+use super::results::{AndrobenchResults, AndrobenchSummary};
+use super::TESTS;
+use crate::report::{self, Page};
+use crate::seeds::{self, Seed};
+use anyhow::Result;
+use std::fmt::Write as _;
+use std::path::Path;
+
+fn row<'a>(
+    res: &'a AndrobenchResults,
+    dev: &str,
+    test: &str,
+    s: &str,
+) -> Option<&'a AndrobenchSummary> {
+    res.summary
+        .iter()
+        .find(|x| x.device == dev && x.test == test && x.scheduler == s)
+}
+
+/// The results as Markdown: a table per device, a column per test.
+pub fn table_markdown(res: &AndrobenchResults) -> String {
+    let mut s = String::new();
+    for dev in report::distinct(res.summary.iter().map(|x| x.device.as_str())) {
+        let tests: Vec<&str> = TESTS
+            .iter()
+            .map(|t| t.0)
+            .filter(|t| res.summary.iter().any(|x| x.device == dev && x.test == *t))
+            .collect();
+        let _ = write!(
+            s,
+            "\n#### {dev}: Androbench (read file {} MiB, write file {} MiB; mean ± sd over repeats)\n\n| scheduler |",
+            res.read_file_mb, res.write_file_mb
+        );
+        for t in &tests {
+            let unit = if super::in_mb_s(t) { "MB/s" } else { "IOPS" };
+            let _ = write!(s, " {t} ({unit}) |");
+        }
+        s.push_str("\n|---|");
+        s.push_str(&"---:|".repeat(tests.len()));
+        s.push('\n');
+        for sched in &res.schedulers {
+            let cells: Vec<String> = tests
+                .iter()
+                .map(|t| match row(res, dev, t, sched) {
+                    None => String::new(),
+                    Some(r) => {
+                        let prec = if r.unit == "MB/s" { 2 } else { 0 };
+                        let mut c = report::pm(r.mean, r.sd, prec);
+                        if r.failed > 0 {
+                            let _ = write!(c, " [{} of {} failed]", r.failed, r.runs);
+                        }
+                        c
+                    }
+                })
+                .collect();
+            if cells.iter().all(String::is_empty) {
+                continue;
+            }
+            let _ = writeln!(s, "| {sched} | {} |", cells.join(" | "));
+        }
+    }
+    s
+}
+
+/// `(name, value)` best first.
+fn ordered(mut xs: Vec<(String, f64)>) -> Vec<(String, f64)> {
+    xs.retain(|x| x.1.is_finite());
+    xs.sort_by(|a, b| b.1.total_cmp(&a.1));
+    xs
+}
+
+/// "a 1.00 > b 0.97 > ...": each relative to the first.
+fn order_text(xs: &[(String, f64)]) -> String {
+    let best = xs.first().map(|x| x.1).unwrap_or(f64::NAN);
+    xs.iter()
+        .map(|(n, v)| format!("{n} {:.2}", v / best))
+        .collect::<Vec<_>>()
+        .join(" > ")
+}
+
+/// Of the pairs of schedulers both measured, how many are in the same
+/// order in both, and how many there are.
+pub fn pairs_agreeing(seed: &[(String, f64)], ours: &[(String, f64)]) -> (usize, usize) {
+    let pos = |xs: &[(String, f64)], n: &str| xs.iter().position(|x| x.0 == n);
+    let names: Vec<&str> = seed
+        .iter()
+        .map(|x| x.0.as_str())
+        .filter(|n| pos(ours, n).is_some())
+        .collect();
+    let (mut same, mut all) = (0, 0);
+    for (i, a) in names.iter().enumerate() {
+        for b in &names[i + 1..] {
+            all += 1;
+            let s = pos(seed, a) < pos(seed, b);
+            let o = pos(ours, a) < pos(ours, b);
+            same += usize::from(s == o);
+        }
+    }
+    (same, all)
+}
+
+/// Each seed's ordering of the schedulers it shares with us, per test and
+/// device, beside ours over the same schedulers (each figure relative to
+/// the best of the set).
+pub fn seeds_markdown(res: &AndrobenchResults, seeds: &[Seed]) -> String {
+    let mut s = String::new();
+    for seed in seeds {
+        for dev in report::distinct(res.summary.iter().map(|x| x.device.as_str())) {
+            for &(test, ..) in TESTS {
+                let figures: Vec<_> = seed
+                    .figure
+                    .iter()
+                    .filter(|f| f.suite == res.header.suite && f.test == test)
+                    .filter_map(|f| {
+                        let ours = row(res, dev, test, seed.ours(&f.scheduler))?;
+                        Some((
+                            (ours.scheduler.clone(), f.value),
+                            (ours.scheduler.clone(), ours.mean),
+                        ))
+                    })
+                    .collect();
+                if figures.len() < 2 {
+                    continue;
+                }
+                let raw: Vec<String> = seed
+                    .figure
+                    .iter()
+                    .filter(|f| f.suite == res.header.suite && f.test == test)
+                    .map(|f| match f.sd {
+                        Some(sd) => format!("{} {} ± {} {}", f.scheduler, f.value, sd, f.unit),
+                        None => format!("{} {} {}", f.scheduler, f.value, f.unit),
+                    })
+                    .collect();
+                let seed_order = ordered(figures.iter().map(|f| f.0.clone()).collect());
+                let our_order = ordered(figures.iter().map(|f| f.1.clone()).collect());
+                let (same, all) = pairs_agreeing(&seed_order, &our_order);
+                let _ = writeln!(
+                    s,
+                    "| {test} | {} | {dev}: {} | {same} of {all} | {} |",
+                    order_text(&seed_order),
+                    order_text(&our_order),
+                    raw.join(", ")
+                );
+            }
+        }
+        if !s.is_empty() {
+            let _ = write!(s, "\n{}", seed.describe());
+        }
+    }
+    if s.is_empty() {
+        return s;
+    }
+    format!(
+        "\n### Against the seeds\n\nEach seed's ordering of the schedulers it shares with this run \
+         (its names as ours), best first, each figure relative to the best, and ours over the same \
+         schedulers; \"pairs\" counts the pairs of schedulers in the same order in both; the last \
+         column is the seed's own figures (its names).\n\n\
+         | test | seed | ironlift | pairs in the same order | seed's figures |\n|---|---|---|---:|---|\n{s}"
+    )
+}
+
+/// Writes report.md into `dir`.
+pub fn write(dir: &Path, res: &AndrobenchResults) -> Result<()> {
+    let h = &res.header;
+    let seeds = seeds::for_suite(&h.suite);
+    Page {
+        header: h,
+        schedulers: &res.schedulers,
+        devices: &res.devices,
+        rows: vec![(
+            "timing",
+            format!(
+                "{} repeats; each test one pass over its file (read {} MiB, write {} MiB), capped at {} s{}; fio {}",
+                h.timing.repeats,
+                res.read_file_mb,
+                res.write_file_mb,
+                h.timing.runtime_s,
+                report::quick_mark(h),
+                res.androbench.fio
+            ),
+        )],
+        method: "Runs are interleaved (every scheduler once per device, test and repeat, order \
+                 rotated between repeats), on ext4 made once per device, caches dropped before \
+                 each run. Figures as Androbench reports them: MB/s (10^6 B/s) for the sequential \
+                 tests, IOPS for the random ones."
+            .into(),
+        failed: report::failed_runs(&res.runs, |r| {
+            format!("{} {} {}", r.device, r.scheduler, r.case.test)
+        }),
+        charts: Vec::new(),
+        tables: format!("{}{}", table_markdown(res), seeds_markdown(res, &seeds)),
+        raw_runs: "fio's own output per run under `runs/`.",
+    }
+    .write(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn named(xs: &[(&str, f64)]) -> Vec<(String, f64)> {
+        ordered(xs.iter().map(|(n, v)| (n.to_string(), *v)).collect())
+    }
+
+    #[test]
+    fn orderings_are_compared_pair_by_pair() {
+        let seed = named(&[("a", 3.0), ("b", 2.0), ("c", 1.0)]);
+        assert_eq!(order_text(&seed), "a 1.00 > b 0.67 > c 0.33");
+        assert_eq!(pairs_agreeing(&seed, &seed), (3, 3));
+        let ours = named(&[("a", 1.0), ("b", 2.0), ("c", f64::NAN)]);
+        // c has no figure of ours: one pair (a, b), in the other order.
+        assert_eq!(pairs_agreeing(&seed, &ours), (0, 1));
+    }
+}
