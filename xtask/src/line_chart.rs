@@ -20,13 +20,14 @@ pub struct Panel<'a> {
     pub height: f64,
     pub title: &'a str,
     pub y_label: &'a str,
+    pub x_label: &'a str,
     pub xs: &'a [f64],
 }
 
 /// Draws `panel` with `series` (colour by index, as the legend) into `s`.
 pub fn panel(s: &mut String, p: &Panel, series: &[Series]) {
     let top = p.y0 + 20.0;
-    let h = p.height - 40.0;
+    let h = p.height - 55.0;
     let left = p.x0 + 45.0;
     let w = p.width - 55.0;
     let max = series
@@ -69,6 +70,13 @@ pub fn panel(s: &mut String, p: &Panel, series: &[Series]) {
             yy = y(v)
         );
     }
+    let _ = write!(
+        s,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+        left + w / 2.0,
+        top + h + 28.0,
+        esc(p.x_label)
+    );
     for &xv in p.xs {
         let _ = write!(
             s,
@@ -163,6 +171,7 @@ mod tests {
             height: 200.0,
             title: "read",
             y_label: "MB/s",
+            x_label: "jobs",
             xs: &xs,
         };
         panel(

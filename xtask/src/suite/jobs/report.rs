@@ -147,7 +147,7 @@ pub fn chart_svg(res: &JobsResults, dev: &str) -> String {
     let cols = 2usize.min(rws.len().max(1));
     let rows = rws.len().div_ceil(cols);
     let width = pw * cols as f64 + 190.0;
-    let height = 40.0 + ph * rows as f64;
+    let height = 55.0 + ph * rows as f64;
     let mut s = chart::start(
         width,
         height,
@@ -187,6 +187,7 @@ pub fn chart_svg(res: &JobsResults, dev: &str) -> String {
             height: ph - 5.0,
             title: rw,
             y_label: "MB/s",
+            x_label: "fio jobs",
             xs: &xs,
         };
         line_chart::panel(&mut s, &p, &series);
@@ -237,4 +238,116 @@ pub fn write(dir: &Path, res: &JobsResults) -> Result<()> {
         raw_runs: "fio's own output per run under `runs/`.",
     }
     .write(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::{Planned, RunRecord, Timing};
+    use crate::suite::fio::Measured;
+    use crate::suite::jobs::{summarize, JobsCase, JobsSpec};
+
+    /// A results file of two schedulers at 1, 2 and 4 jobs on read, as a
+    /// run would leave it (one failed run).
+    pub fn results() -> JobsResults {
+        let scheds: Vec<String> = ["bfq", "bfq:low_latency=0"].map(String::from).to_vec();
+        let mut runs = Vec::new();
+        for (repeat, scale) in [(0, 1.0), (1, 1.1)] {
+            for jobs in [1, 2, 4] {
+                for s in &scheds {
+                    let mb_s = if s == "bfq" && jobs > 1 { 60.0 } else { 100.0 } * scale;
+                    let failed = s == "bfq" && jobs == 4 && repeat == 1;
+                    runs.push(RunRecord::new(
+                        Planned {
+                            id: format!("{:04}", runs.len()),
+                            order: runs.len(),
+                            repeat,
+                            device: "hdd-7200".into(),
+                            scheduler: s.clone(),
+                            case: JobsCase {
+                                rw: "read".into(),
+                                jobs,
+                                fio_args: String::new(),
+                            },
+                        },
+                        if failed {
+                            Err("bfq: setting tunable x=1 failed: Invalid argument".into())
+                        } else {
+                            Ok(Measured {
+                                mb_s,
+                                iops: mb_s * 244.0,
+                                ..Default::default()
+                            })
+                        },
+                    ));
+                }
+            }
+        }
+        let devices = crate::devices::load(&crate::util::repo_root()).unwrap();
+        JobsResults {
+            header: crate::results::Header {
+                schema: "ironlift-jobs/1".into(),
+                suite: "jobs-1-8".into(),
+                suite_description: "d".into(),
+                quick: true,
+                started: "s".into(),
+                finished: "f".into(),
+                kernel_release: "6.12".into(),
+                kernel_key: "k".into(),
+                accel: "tcg".into(),
+                guest_clocksource: "tsc".into(),
+                host: "h".into(),
+                guest_cpus: 2,
+                guest_memory_mb: 1024,
+                timing: Timing {
+                    repeats: 2,
+                    runtime_s: 3,
+                    ramp_s: 0,
+                },
+            },
+            summary: summarize(&runs, &scheds),
+            schedulers: scheds,
+            devices: [("hdd-7200".to_string(), devices["hdd-7200"].recorded())].into(),
+            jobs: JobsSpec {
+                rw: vec!["read".into()],
+                counts: vec![1, 2, 4],
+                quick_rw: vec!["read".into()],
+                quick_counts: vec![1, 2, 4],
+                region_mb: 256,
+                fio: "--direct=1".into(),
+            },
+            runs,
+        }
+    }
+
+    #[test]
+    fn the_report_has_the_table_the_chart_and_the_seeds_ratio() {
+        let res = results();
+        let t = table_markdown(&res);
+        assert!(t.contains("| scheduler | 1 | 2 | 4 |"), "{t}");
+        assert!(
+            t.contains(
+                "| bfq | 105.0 ± 7.1 | 63.0 ± 4.2 (×0.60) | 60.0 ± 0.0 (×0.60) [1 of 2 failed] |"
+            ),
+            "{t}"
+        );
+        let seeds = crate::seeds::for_suite("jobs-1-8");
+        let s = seeds_markdown(&res, &seeds);
+        assert!(
+            s.contains("| bfq read: 2 jobs / 1 | 0.60 | hdd-7200: bfq 0.60 ± 0.00 |"),
+            "{s}"
+        );
+        let svg = chart_svg(&res, "hdd-7200");
+        assert_eq!(svg.matches("<polyline").count(), 2);
+        let dir = std::env::temp_dir().join(format!("xtask-jobs-report-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        write(&dir, &res).unwrap();
+        let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+        assert!(md.contains("![hdd-7200](chart-hdd-7200.svg)"));
+        assert!(md.contains("hdd-7200 bfq read 4 jobs: bfq: setting tunable x=1 failed"));
+        assert!(md.contains("### Against the seeds"));
+        assert!(dir.join("chart-hdd-7200.svg").is_file());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
