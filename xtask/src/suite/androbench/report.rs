@@ -216,3 +216,117 @@ mod tests {
         assert_eq!(pairs_agreeing(&seed, &ours), (0, 1));
     }
 }
+
+#[cfg(test)]
+mod render_tests {
+    use super::*;
+    use crate::results::{Header, Planned, RunRecord, Timing};
+    use crate::suite::androbench::{summarize, AndrobenchCase, AndrobenchSpec};
+    use crate::suite::fio::Measured;
+
+    /// Two repeats of the four tests under three schedulers, rust-noop
+    /// the fastest and mq-deadline the slowest everywhere.
+    fn results() -> AndrobenchResults {
+        let scheds: Vec<String> = ["mq-deadline", "rust-noop", "rust-sio"]
+            .map(String::from)
+            .to_vec();
+        let mut runs = Vec::new();
+        for repeat in 0..2 {
+            for &(test, ..) in TESTS {
+                for (i, s) in scheds.iter().enumerate() {
+                    let f = [1.0, 1.2, 1.1][i] * (1.0 + repeat as f64 / 100.0);
+                    runs.push(RunRecord::new(
+                        Planned {
+                            id: format!("{:04}", runs.len()),
+                            order: runs.len(),
+                            repeat,
+                            device: "emmc".into(),
+                            scheduler: s.clone(),
+                            case: AndrobenchCase {
+                                test: test.into(),
+                                fio_args: String::new(),
+                            },
+                        },
+                        Ok(Measured {
+                            mb_s: 15.0 * f,
+                            iops: 1000.0 * f,
+                            ..Default::default()
+                        }),
+                    ));
+                }
+            }
+        }
+        AndrobenchResults {
+            header: Header {
+                schema: "ironlift-androbench/1".into(),
+                suite: "androbench".into(),
+                suite_description: "d".into(),
+                quick: true,
+                started: "s".into(),
+                finished: "f".into(),
+                kernel_release: "6.12".into(),
+                kernel_key: "k".into(),
+                accel: "tcg".into(),
+                guest_clocksource: "tsc".into(),
+                host: "h".into(),
+                guest_cpus: 2,
+                guest_memory_mb: 1024,
+                timing: Timing {
+                    repeats: 2,
+                    runtime_s: 30,
+                    ramp_s: 0,
+                },
+            },
+            summary: summarize(&runs, &scheds),
+            schedulers: scheds,
+            devices: Default::default(),
+            androbench: AndrobenchSpec {
+                read_file_mb: 32,
+                write_file_mb: 2,
+                quick_read_file_mb: 16,
+                quick_write_file_mb: 1,
+                seq_bs_kb: 256,
+                rand_bs_kb: 4,
+                fio: "--direct=1".into(),
+            },
+            read_file_mb: 16,
+            write_file_mb: 1,
+            runs,
+        }
+    }
+
+    #[test]
+    fn the_report_has_androbench_units_and_the_seeds_ordering() {
+        let res = results();
+        let t = table_markdown(&res);
+        assert!(t.contains("| scheduler | seq-read (MB/s) | seq-write (MB/s) | rand-read (IOPS) | rand-write (IOPS) |"), "{t}");
+        assert!(
+            t.contains("| rust-noop | 18.09 ± 0.13 | 18.09 ± 0.13 | 1206 ± 8 | 1206 ± 8 |"),
+            "{t}"
+        );
+        let seeds = crate::seeds::for_suite("androbench");
+        let s = seeds_markdown(&res, &seeds);
+        // The seed's seq-read: noop 59.34 > sio 58.32 > deadline 53.37, as ours.
+        assert!(
+            s.contains("| seq-read | rust-noop 1.00 > rust-sio 0.98 > mq-deadline 0.90 | emmc: rust-noop 1.00 > rust-sio 0.92 > mq-deadline 0.83 | 3 of 3 |"),
+            "{s}"
+        );
+        // rand-read: the seed has sio > deadline > noop; ours reverses two pairs.
+        assert!(
+            s.contains("| rand-read | rust-sio 1.00 > mq-deadline 0.97 > rust-noop 0.97 |"),
+            "{s}"
+        );
+        assert!(s.contains("| 1 of 3 |"), "{s}");
+        assert!(s.contains("andrux-and-me"));
+        let dir =
+            std::env::temp_dir().join(format!("xtask-androbench-report-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        write(&dir, &res).unwrap();
+        let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(
+            md.contains("# ironlift benchmark: androbench") && md.contains("### Against the seeds")
+        );
+    }
+}
