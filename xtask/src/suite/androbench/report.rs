@@ -257,26 +257,15 @@ mod render_tests {
             }
         }
         AndrobenchResults {
-            header: Header {
-                schema: "ironlift-androbench/1".into(),
-                suite: "androbench".into(),
-                suite_description: "d".into(),
-                quick: true,
-                started: "s".into(),
-                finished: "f".into(),
-                kernel_release: "6.12".into(),
-                kernel_key: "k".into(),
-                accel: "tcg".into(),
-                guest_clocksource: "tsc".into(),
-                host: "h".into(),
-                guest_cpus: 2,
-                guest_memory_mb: 1024,
-                timing: Timing {
+            header: Header::for_test(
+                "ironlift-androbench/1",
+                "androbench",
+                Timing {
                     repeats: 2,
                     runtime_s: 30,
                     ramp_s: 0,
                 },
-            },
+            ),
             summary: summarize(&runs, &scheds),
             schedulers: scheds,
             devices: Default::default(),

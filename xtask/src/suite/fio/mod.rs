@@ -170,13 +170,7 @@ impl Kind for Fio {
 
     fn read_run(&self, runs_dir: &Path, run: &Planned<FioCase>) -> Result<Measured, String> {
         let base = runs_dir.join(&run.id);
-        if let Ok(e) = fs::read_to_string(base.with_extension("err")) {
-            return Err(e.trim().to_string());
-        }
-        let Ok(j) = fs::read_to_string(base.with_extension("json")) else {
-            return Err("no result: the guest stopped before this run".into());
-        };
-        let mut m = parse_fio(&j).map_err(|e| format!("{e:#}"))?;
+        let mut m = read_fio_run(runs_dir, &run.id)?;
         if let Ok(c) = fs::read_to_string(base.with_extension("counters")) {
             add_counters(&mut m, &c);
         }
@@ -216,6 +210,19 @@ impl Kind for Fio {
     fn table_markdown(res: &Results) -> String {
         report::table_markdown(res)
     }
+}
+
+/// What one fio run of the guest measured: fio's JSON, `runs/<id>.json`,
+/// read; or why the run failed (`runs/<id>.err`, or no output).
+pub fn read_fio_run(runs_dir: &Path, id: &str) -> Result<Measured, String> {
+    let base = runs_dir.join(id);
+    if let Ok(e) = fs::read_to_string(base.with_extension("err")) {
+        return Err(e.trim().to_string());
+    }
+    let Ok(j) = fs::read_to_string(base.with_extension("json")) else {
+        return Err("no result: the guest stopped before this run".into());
+    };
+    parse_fio(&j).map_err(|e| format!("{e:#}"))
 }
 
 /// A run's instruction counts (`<base>.insns`, from the plugin), per

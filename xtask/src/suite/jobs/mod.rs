@@ -15,7 +15,7 @@ mod results;
 
 pub use results::*;
 
-use super::fio::{parse_fio, Measured};
+use super::fio::{read_fio_run, Measured};
 use super::kind::{Kind, Suite};
 use crate::devices::Device;
 use crate::flags::QemuBench;
@@ -23,7 +23,6 @@ use crate::results::{Header, Planned, Timing};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::fs;
 use std::path::Path;
 
 /// The suite's `[jobs]` table.
@@ -156,14 +155,7 @@ impl Kind for Jobs {
     }
 
     fn read_run(&self, runs_dir: &Path, run: &Planned<JobsCase>) -> Result<Measured, String> {
-        let base = runs_dir.join(&run.id);
-        if let Ok(e) = fs::read_to_string(base.with_extension("err")) {
-            return Err(e.trim().to_string());
-        }
-        let Ok(j) = fs::read_to_string(base.with_extension("json")) else {
-            return Err("no result: the guest stopped before this run".into());
-        };
-        parse_fio(&j).map_err(|e| format!("{e:#}"))
+        read_fio_run(runs_dir, &run.id)
     }
 
     fn results(

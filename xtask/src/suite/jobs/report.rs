@@ -243,7 +243,7 @@ pub fn write(dir: &Path, res: &JobsResults) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::{Planned, RunRecord, Timing};
+    use crate::results::{Header, Planned, RunRecord, Timing};
     use crate::suite::fio::Measured;
     use crate::suite::jobs::{summarize, JobsCase, JobsSpec};
 
@@ -285,26 +285,15 @@ mod tests {
         }
         let devices = crate::devices::load(&crate::util::repo_root()).unwrap();
         JobsResults {
-            header: crate::results::Header {
-                schema: "ironlift-jobs/1".into(),
-                suite: "jobs-1-8".into(),
-                suite_description: "d".into(),
-                quick: true,
-                started: "s".into(),
-                finished: "f".into(),
-                kernel_release: "6.12".into(),
-                kernel_key: "k".into(),
-                accel: "tcg".into(),
-                guest_clocksource: "tsc".into(),
-                host: "h".into(),
-                guest_cpus: 2,
-                guest_memory_mb: 1024,
-                timing: Timing {
+            header: Header::for_test(
+                "ironlift-jobs/1",
+                "jobs-1-8",
+                Timing {
                     repeats: 2,
                     runtime_s: 3,
                     ramp_s: 0,
                 },
-            },
+            ),
             summary: summarize(&runs, &scheds),
             schedulers: scheds,
             devices: [("hdd-7200".to_string(), devices["hdd-7200"].recorded())].into(),
