@@ -24,7 +24,7 @@ prepare_device() { # device
 	local dev=$1 mnt f mb
 	mnt=$(mountpoint_of "$dev")
 	set_sched "$dev" none || true
-	mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$dev" > /tmp/mkfs.log 2>&1 ||
+	mkfs.ext4 -q -F -N 4096 -J size=16 -E lazy_itable_init=0,lazy_journal_init=0 "$dev" > /tmp/mkfs.log 2>&1 ||
 		{ say "mkfs.ext4 $dev failed: $(tail -2 /tmp/mkfs.log)"; return 1; }
 	mkdir -p "$mnt"
 	mount -o noatime "$dev" "$mnt" || { say "mounting $dev failed"; return 1; }
