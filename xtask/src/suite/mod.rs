@@ -1,13 +1,15 @@
 //! `cargo xtask qemu-bench` and `cargo xtask report`: the benchmark suites.
 //!
 //! A suite is a file in configs/suites; its `kind` names the module that
-//! plans, reads and reports its runs ([`kind::Kind`]): [`fio`] and
-//! [`startup`]. [`runner`] runs any of them.
+//! plans, reads and reports its runs ([`kind::Kind`]): [`fio`],
+//! [`startup`], [`jobs`] and [`androbench`]. [`runner`] runs any of them,
+//! under every scheduler entry ([`sched`]: an elevator or a variant with
+//! tunables).
 //!
 //! Another suite of fio workloads is only a suite file. Another kind is a
 //! module implementing [`kind::Kind`] (its cases, job.env, how a run's
 //! output is read, its results file and report), its guest runner
-//! `qemu/guest/<kind>.sh` (a function for one run, given to lib.sh's
+//! `qemu/guest/<kind>.sh` or another kind's ([`kind::Kind::RUNNER`]; a function for one run, given to lib.sh's
 //! `run_plan`), and its line in [`qemu_bench`] and [`report`] below.
 
 pub mod androbench;
