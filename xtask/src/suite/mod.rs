@@ -86,7 +86,7 @@ mod tests {
     //! rendered from it.
 
     use super::kind::Kind;
-    use super::{fio::Fio, startup::Startup};
+    use super::{fio::Fio, jobs::Jobs, startup::Startup};
     use std::fs;
     use std::path::PathBuf;
 
@@ -137,6 +137,13 @@ mod tests {
         renders_as_expected::<Startup>("startup");
     }
 
+    /// A quick jobs-1-8 run on the emulated disk: its devices' `model`
+    /// without QEMU's `-device`s, as results.json records them.
+    #[test]
+    fn jobs_report_of_an_emulated_disk_renders_as_expected() {
+        renders_as_expected::<Jobs>("jobs-1-8");
+    }
+
     /// A results file read and written again is the same file: the
     /// schema's fields, in its order, with the same values (serde_json
     /// reads a decimal to within a unit in the last place).
@@ -166,5 +173,6 @@ mod tests {
     fn results_files_round_trip() {
         round_trips::<Fio>("fio-basic");
         round_trips::<Startup>("startup");
+        round_trips::<Jobs>("jobs-1-8");
     }
 }
