@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# fio suites (xtask/src/suite/fio/): each plan line is one fio run,
+# fio and jobs suites (xtask/src/suite/fio/, jobs/): each plan line is one fio run,
 #   id <TAB> device path <TAB> scheduler <TAB> workload <TAB> fio arguments
 # Results: $OUT/runs/<id>.json (fio's JSON), <id>.counters (the guest's
 # counters over the run), or <id>.err saying what went wrong.

@@ -59,6 +59,43 @@ set_sched() {
 	[ "$(current_sched "$1")" = "$2" ]
 }
 
+# Writes the tunables of a scheduler entry, "elevator:name=value[:name=value]"
+# (xtask/src/suite/sched.rs), into the elevator's iosched folder, in order;
+# a plain name has none. On a write that fails, prints the elevator, the
+# tunable and the error (as the write reported it) and fails.
+write_tunables() { # iosched-folder entry
+	local dir=$1 elv=${2%%:*} tun name val err
+	[ "$2" = "$elv" ] && return 0
+	local IFS=:
+	for tun in ${2#*:}; do
+		name=${tun%%=*} val=${tun#*=}
+		if [ ! -e "$dir/$name" ]; then
+			echo "$elv has no tunable $name (it has: $(ls "$dir" 2>/dev/null | tr '\n' ' '))"
+			return 1
+		fi
+		if ! err=$( { printf '%s\n' "$val" > "$dir/$name"; } 2>&1 ); then
+			echo "$elv: setting tunable $name=$val failed: ${err##*: }"
+			return 1
+		fi
+	done
+}
+
+# Selects a scheduler entry afresh: none first, then the elevator, so that
+# its tunables start from their defaults whatever ran before, then its
+# tunables (write_tunables). Prints why and fails when any step does.
+select_sched() { # device entry
+	local dev=$1 elv=${2%%:*}
+	if ! set_sched "$dev" none; then
+		echo "cannot select none on $(devname "$dev")"
+		return 1
+	fi
+	if ! set_sched "$dev" "$elv"; then
+		echo "scheduler $elv not offered by $(devname "$dev") (offers: $(schedulers_of "$dev" | tr '\n' ' '))"
+		return 1
+	fi
+	write_tunables "/sys/block/$(devname "$dev")/queue/iosched" "$2"
+}
+
 # Creates null_blk device nullb<index> through configfs, as the
 # NULLB<index>_* settings in job.env say (configs/devices/guest.toml).
 make_nullb() {
@@ -139,13 +176,14 @@ setup_guest() {
 # line in its (interleaved) order. Each line:
 #   id <TAB> device path <TAB> scheduler <TAB> case <TAB> case arguments
 # For each run: "$prepare device" first if given, once per device (a device
-# it fails on fails its runs); the scheduler selected; then
+# it fails on fails its runs); the scheduler entry selected afresh with its
+# tunables (select_sched; a failure fails the run with its reason); then
 # "$run_one id device scheduler case arguments", which writes
 # $OUT/runs/<id>.json (and what else the suite keeps), or <id>.err
 # saying what went wrong.
 run_plan() { # label run-function [prepare-function]
 	local label=$1 run_one=$2 prepare=${3:-} plan="$OUT/plan.tsv"
-	local total n=0 id dev sched case args
+	local total n=0 id dev sched case args why
 	local -A prepared=()
 	mkdir -p "$OUT/runs"
 	total=$(grep -c . "$plan")
@@ -167,8 +205,9 @@ run_plan() { # label run-function [prepare-function]
 			fi
 		fi
 		say "run $n/$total: $(devname "$dev") $sched $case"
-		if ! set_sched "$dev" "$sched"; then
-			echo "scheduler $sched not offered by $(devname "$dev") (offers: $(schedulers_of "$dev" | tr '\n' ' '))" > "$OUT/runs/$id.err"
+		if ! why=$(select_sched "$dev" "$sched"); then
+			say "run $n: $why"
+			echo "$why" > "$OUT/runs/$id.err"
 			continue
 		fi
 		"$run_one" "$id" "$dev" "$sched" "$case" "$args"

@@ -105,7 +105,9 @@ pub struct QemuBench {
     /// Seconds per fio run, overriding the suite
     #[arg(long)]
     pub runtime: Option<u32>,
-    /// Comma-separated schedulers [default: built-ins + every rust-* module]
+    /// Comma-separated schedulers, each an elevator or a variant with
+    /// tunables, `elevator:tunable=value[:tunable=value]` (`bfq:low_latency=0`)
+    /// [default: built-ins + every rust-* module + the suite's variants]
     #[arg(long, value_delimiter = ',')]
     pub schedulers: Option<Vec<String>>,
     /// Comma-separated devices (names in configs/devices/guest.toml)

@@ -59,6 +59,30 @@ pub struct Provenance {
     pub compiler: String,
 }
 
+impl Header {
+    /// A header for a test's results file of `schema` and `suite`.
+    #[cfg(test)]
+    pub fn for_test(schema: &str, suite: &str, timing: Timing) -> Header {
+        Header {
+            schema: schema.into(),
+            suite: suite.into(),
+            suite_description: "d".into(),
+            quick: true,
+            started: "s".into(),
+            finished: "f".into(),
+            kernel_release: "6.12".into(),
+            kernel_key: "k".into(),
+            accel: "tcg".into(),
+            guest_clocksource: "tsc".into(),
+            host: "h".into(),
+            guest_cpus: 2,
+            guest_memory_mb: 1024,
+            timing,
+            provenance: None,
+        }
+    }
+}
+
 /// The clocksource of a guest that did not say (or of results from before
 /// it was recorded).
 pub fn unknown_clocksource() -> String {

@@ -2,6 +2,7 @@
 //! results.json → report → verdict, the same for every [`Kind`].
 
 use super::kind::{plan, plan_tsv, Kind, Suite};
+use super::sched;
 use crate::devices::{self, Device, BENCH_NULLB0};
 use crate::flags::QemuBench;
 use crate::guest::{self, Prepared};
@@ -42,11 +43,14 @@ impl QemuBench {
         Ok(devices)
     }
 
-    /// `--schedulers`, or the built-in ones and every elevator module built.
-    fn schedulers(&self, p: &Prepared) -> Vec<String> {
-        self.schedulers
-            .clone()
-            .unwrap_or_else(|| p.all_schedulers())
+    /// `--schedulers`, or the built-in ones, every elevator module built
+    /// and the suite's variants.
+    fn schedulers(&self, p: &Prepared, suite: &Suite) -> Vec<String> {
+        self.schedulers.clone().unwrap_or_else(|| {
+            let mut all = p.all_schedulers();
+            all.extend(suite.variants.iter().cloned());
+            all
+        })
     }
 
     /// `--out`, or `results/<date>-<kernel>[-<tag>][-quick]`.
@@ -87,9 +91,12 @@ pub fn run<K: Kind>(o: &QemuBench, suite: &Suite) -> Result<()> {
     let mut kind = K::new(suite, o)?;
     let timing = o.timing(suite);
     let devices = o.devices(suite, &all_devices)?;
+    if let Some(s) = &o.schedulers {
+        sched::check_all(s).context("--schedulers")?;
+    }
     let p = guest::prepare(&o.k, &o.g)?;
     kind.prepared(o, &p)?;
-    let schedulers = o.schedulers(&p);
+    let schedulers = o.schedulers(&p, suite);
     kind.check_schedulers(&schedulers, &p.elevators())?;
     let cases = kind.cases(&timing);
     let plan = plan(
@@ -107,7 +114,7 @@ pub fn run<K: Kind>(o: &QemuBench, suite: &Suite) -> Result<()> {
         &all_devices,
         &devices,
         &plan_tsv::<K>(&plan, &all_devices)?,
-        &format!("SUITE_KIND={}\n{}", K::NAME, kind.job_env(&timing)),
+        &format!("SUITE_KIND={}\n{}", K::RUNNER, kind.job_env(&timing)),
     )?;
 
     let (estimate, timeout) = kind.duration(plan.len(), &timing);

@@ -235,18 +235,12 @@ impl Kind for Fio {
 
     fn read_run(&self, runs_dir: &Path, run: &Planned<FioCase>) -> Result<Measured, String> {
         let base = runs_dir.join(&run.id);
-        if let Ok(e) = fs::read_to_string(base.with_extension("err")) {
-            return Err(e.trim().to_string());
-        }
-        let Ok(j) = fs::read_to_string(base.with_extension("json")) else {
-            return Err("no result: the guest stopped before this run".into());
-        };
-        let mut m = parse_fio(&j).map_err(|e| format!("{e:#}"))?;
+        let mut m = read_fio_run(runs_dir, &run.id)?;
         if let Ok(c) = fs::read_to_string(base.with_extension("counters")) {
             add_counters(&mut m, &c);
         }
         if let Some(syms) = &self.symbols {
-            m.insns = count_insns(&base, syms, &run.scheduler);
+            m.insns = count_insns(&base, syms, super::sched::elevator_of(&run.scheduler));
         }
         Ok(m)
     }
@@ -293,7 +287,7 @@ impl Kind for Fio {
 
 /// A fio run's figures for kcidb.json, in base units where KCIDB scales
 /// them (seconds, bytes per second).
-fn kcidb_metrics(m: &Measured) -> Vec<kcidb::Metric> {
+pub(crate) fn kcidb_metrics(m: &Measured) -> Vec<kcidb::Metric> {
     use kcidb::Metric;
     let mut out = vec![
         Metric::plain("iops", m.iops, "IOPS"),
@@ -323,6 +317,19 @@ fn kcidb_metrics(m: &Measured) -> Vec<kcidb::Metric> {
             .filter_map(|(name, v, unit)| Some(Metric::plain(name, v?, unit))),
     );
     out
+}
+
+/// What one fio run of the guest measured: fio's JSON, `runs/<id>.json`,
+/// read; or why the run failed (`runs/<id>.err`, or no output).
+pub fn read_fio_run(runs_dir: &Path, id: &str) -> Result<Measured, String> {
+    let base = runs_dir.join(id);
+    if let Ok(e) = fs::read_to_string(base.with_extension("err")) {
+        return Err(e.trim().to_string());
+    }
+    let Ok(j) = fs::read_to_string(base.with_extension("json")) else {
+        return Err("no result: the guest stopped before this run".into());
+    };
+    parse_fio(&j).map_err(|e| format!("{e:#}"))
 }
 
 /// A run's instruction counts (`<base>.insns`, from the plugin), per
