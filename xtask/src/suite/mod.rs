@@ -2,7 +2,7 @@
 //!
 //! A suite is a file in configs/suites; its `kind` names the module that
 //! plans, reads and reports its runs ([`kind::Kind`]): [`fio`] and
-//! [`startup`]. [`runner`] runs any of them.
+//! [`startup`], [`tool`]. [`runner`] runs any of them.
 //!
 //! Another suite of fio workloads is only a suite file. Another kind is a
 //! module implementing [`kind::Kind`] (its cases, job.env, how a run's
@@ -14,6 +14,7 @@ pub mod fio;
 pub mod kind;
 pub mod runner;
 pub mod startup;
+pub mod tool;
 
 use crate::flags::QemuBench;
 use crate::util;
@@ -23,7 +24,7 @@ use std::fs;
 use std::path::Path;
 
 /// The kinds of suite, by [`Kind::NAME`].
-const KINDS: &[&str] = &[fio::Fio::NAME, startup::Startup::NAME];
+const KINDS: &[&str] = &[fio::Fio::NAME, startup::Startup::NAME, tool::ToolKind::NAME];
 
 /// `cargo xtask qemu-bench`.
 pub fn qemu_bench(o: &QemuBench) -> Result<()> {
@@ -31,6 +32,7 @@ pub fn qemu_bench(o: &QemuBench) -> Result<()> {
     match suite.kind.as_str() {
         fio::Fio::NAME => runner::run::<fio::Fio>(o, &suite),
         startup::Startup::NAME => runner::run::<startup::Startup>(o, &suite),
+        tool::ToolKind::NAME => runner::run::<tool::ToolKind>(o, &suite),
         other => bail!(
             "suite {}: no kind {other:?}; the kinds: {}",
             suite.name,
@@ -55,6 +57,10 @@ pub fn report(path: &Path) -> Result<()> {
     if schema == startup::Startup::SCHEMA {
         let not_valid = format!("is not a valid {schema} file");
         return runner::rerender::<startup::Startup>(&file, &text, &not_valid);
+    }
+    if schema == tool::ToolKind::SCHEMA {
+        let not_valid = format!("is not a valid {schema} file");
+        return runner::rerender::<tool::ToolKind>(&file, &text, &not_valid);
     }
     let not_valid = format!("is not an {} results file", fio::Fio::SCHEMA);
     runner::rerender::<fio::Fio>(&file, &text, &not_valid)
