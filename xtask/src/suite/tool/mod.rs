@@ -88,10 +88,16 @@ fn read_suite(suite: &Suite, only: Option<&[String]>) -> Result<(ToolSpec, Vec<W
     if let Some(bad) = only.iter().find(|n| !all.iter().any(|w| &w.name == *n)) {
         bail!(
             "--workloads: no workload {bad:?}; the workloads: {}",
-            all.iter().map(|w| w.name.as_str()).collect::<Vec<_>>().join(", ")
+            all.iter()
+                .map(|w| w.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
-    Ok((spec, all.into_iter().filter(|w| only.contains(&w.name)).collect()))
+    Ok((
+        spec,
+        all.into_iter().filter(|w| only.contains(&w.name)).collect(),
+    ))
 }
 
 /// TOOL_MEMBERS for the devices: each one of several disks with them all;
@@ -101,7 +107,10 @@ fn members(spec: &ToolSpec, devices: &[(String, Device)]) -> Result<String> {
     for (name, d) in devices {
         let disks = d.disk_paths();
         if spec.raid_level.is_some() && disks.len() < 3 {
-            bail!("device {name}: {} disk(s), too few for md RAID", disks.len());
+            bail!(
+                "device {name}: {} disk(s), too few for md RAID",
+                disks.len()
+            );
         }
         if disks.len() > 1 {
             out.push(format!("{}={}", d.path, disks.join(",")));
@@ -140,7 +149,10 @@ impl Kind for ToolKind {
 
     fn new(suite: &Suite, o: &QemuBench) -> Result<Self> {
         if o.profile || o.count_insns {
-            bail!("--profile and --count-insns measure fio runs; suite {} runs tools", suite.name);
+            bail!(
+                "--profile and --count-insns measure fio runs; suite {} runs tools",
+                suite.name
+            );
         }
         let (spec, workloads) = read_suite(suite, o.workloads.as_deref())
             .with_context(|| format!("suite {}", suite.name))?;
@@ -315,7 +327,10 @@ mod tests {
             head.to_string(),
         ] {
             let parsed = Suite::parse(&bad);
-            assert!(parsed.is_err() || read_suite(&parsed.unwrap(), None).is_err(), "{bad}");
+            assert!(
+                parsed.is_err() || read_suite(&parsed.unwrap(), None).is_err(),
+                "{bad}"
+            );
         }
     }
 

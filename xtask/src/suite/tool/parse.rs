@@ -241,7 +241,10 @@ pub fn time_p(out: &str) -> Result<BTreeMap<String, f64>> {
     if reals.is_empty() {
         bail!("no \"real\" line of time -p in the output");
     }
-    Ok(pairs(&[("seconds", reals.iter().copied().fold(0.0, f64::max))]))
+    Ok(pairs(&[(
+        "seconds",
+        reals.iter().copied().fold(0.0, f64::max),
+    )]))
 }
 
 /// pgbench's summary: `tps = 257.027431 (without initial connection time)`
@@ -294,7 +297,9 @@ mod tests {
     use super::*;
 
     fn canned(name: &str) -> String {
-        let p = crate::util::repo_root().join("tests/tool-output").join(name);
+        let p = crate::util::repo_root()
+            .join("tests/tool-output")
+            .join(name);
         std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
     }
 
@@ -334,7 +339,10 @@ mod tests {
     fn fs_mark_gives_files_per_second() {
         let m = fs_mark(&canned("fsmark.out")).unwrap();
         assert_eq!(m["files_s"], 216.7);
-        let two = format!("{}    71           80      1048576        183.3             4000\n", canned("fsmark.out"));
+        let two = format!(
+            "{}    71           80      1048576        183.3             4000\n",
+            canned("fsmark.out")
+        );
         assert!((fs_mark(&two).unwrap()["files_s"] - 200.0).abs() < 1e-9);
         assert!(fs_mark("#  fs_mark  -d  /x\n").is_err());
     }

@@ -67,7 +67,11 @@ fn workload_table(s: &mut String, rows: &[&ToolSummary], tool: Tool) {
     let _ = write!(s, "| scheduler |");
     for m in metrics {
         let arrow = if m.higher_better { "↑" } else { "↓" };
-        let unit = if m.unit.is_empty() { String::new() } else { format!(" {}", m.unit) };
+        let unit = if m.unit.is_empty() {
+            String::new()
+        } else {
+            format!(" {}", m.unit)
+        };
         let _ = write!(s, " {}{unit} {arrow} |", m.label);
     }
     let _ = writeln!(s, " wall time s | runs |");
@@ -101,7 +105,12 @@ pub fn table_markdown(res: &ToolResults) -> String {
     let mut s = String::new();
     for dev in distinct(res.summary.iter().map(|r| r.device.as_str())) {
         let path = res.devices.get(dev).map(|d| d.path.as_str()).unwrap_or("?");
-        for w in distinct(res.summary.iter().filter(|r| r.device == dev).map(|r| r.workload.as_str())) {
+        for w in distinct(
+            res.summary
+                .iter()
+                .filter(|r| r.device == dev)
+                .map(|r| r.workload.as_str()),
+        ) {
             let rows: Vec<&ToolSummary> = res
                 .summary
                 .iter()
@@ -127,7 +136,10 @@ pub fn table_markdown(res: &ToolResults) -> String {
 /// the same schedulers on each device, and whether they agree.
 fn seed_lines(f: &SeedFigure, seed: &Seed, res: &ToolResults) -> Vec<String> {
     let Some(w) = res.workloads.iter().find(|w| w.name == f.workload) else {
-        return vec![format!("- {} {}: the run had no such workload", f.workload, f.metric)];
+        return vec![format!(
+            "- {} {}: the run had no such workload",
+            f.workload, f.metric
+        )];
     };
     let Some(m) = metric_of(w.tool, &f.metric) else {
         return vec![format!("- {} {}: no such figure", f.workload, f.metric)];
@@ -142,7 +154,9 @@ fn seed_lines(f: &SeedFigure, seed: &Seed, res: &ToolResults) -> Vec<String> {
         let mine = order(
             res.summary
                 .iter()
-                .filter(|r| r.device == dev && r.workload == f.workload && theirs.contains(&r.scheduler))
+                .filter(|r| {
+                    r.device == dev && r.workload == f.workload && theirs.contains(&r.scheduler)
+                })
                 .filter_map(|r| Some((r.scheduler.clone(), mean_of(r, &f.metric)?)))
                 .collect(),
             m.higher_better,
@@ -161,9 +175,17 @@ fn seed_lines(f: &SeedFigure, seed: &Seed, res: &ToolResults) -> Vec<String> {
             "- {} {} ({}): seed {} · ironlift {dev}: {} — {verdict}",
             f.workload,
             m.label,
-            if m.higher_better { "higher is better" } else { "lower is better" },
+            if m.higher_better {
+                "higher is better"
+            } else {
+                "lower is better"
+            },
             theirs.join(" > "),
-            if mine.is_empty() { "-".into() } else { mine.join(" > ") },
+            if mine.is_empty() {
+                "-".into()
+            } else {
+                mine.join(" > ")
+            },
         ));
     }
     out
@@ -171,7 +193,10 @@ fn seed_lines(f: &SeedFigure, seed: &Seed, res: &ToolResults) -> Vec<String> {
 
 /// The seed's orders beside ours.
 fn seed_section(seed: &Seed, res: &ToolResults) -> String {
-    let mut s = format!("\n### Against the seed: {}\n\nSource: {}\n\n{}\n\n", seed.title, seed.source, seed.notes);
+    let mut s = format!(
+        "\n### Against the seed: {}\n\nSource: {}\n\n{}\n\n",
+        seed.title, seed.source, seed.notes
+    );
     let names: Vec<String> = seed
         .schedulers
         .iter()
@@ -194,7 +219,9 @@ pub fn write(dir: &Path, res: &ToolResults) -> Result<()> {
     let h = &res.header;
     let t = &res.tool;
     let raid = match (t.raid_level, t.raid_chunk_kb) {
-        (Some(l), Some(c)) => format!("md RAID{l} over every disk of the device, chunk {c} KiB (--assume-clean), "),
+        (Some(l), Some(c)) => {
+            format!("md RAID{l} over every disk of the device, chunk {c} KiB (--assume-clean), ")
+        }
         _ => String::new(),
     };
     let workloads: Vec<String> = res
@@ -207,7 +234,18 @@ pub fn write(dir: &Path, res: &ToolResults) -> Result<()> {
         schedulers: &res.schedulers,
         devices: &res.devices,
         rows: vec![
-            ("file system", format!("{raid}{} (mkfs {})", t.fs, if t.mkfs.is_empty() { "defaults" } else { &t.mkfs })),
+            (
+                "file system",
+                format!(
+                    "{raid}{} (mkfs {})",
+                    t.fs,
+                    if t.mkfs.is_empty() {
+                        "defaults"
+                    } else {
+                        &t.mkfs
+                    }
+                ),
+            ),
             (
                 "timing",
                 format!(
@@ -227,11 +265,15 @@ pub fn write(dir: &Path, res: &ToolResults) -> Result<()> {
                  the CPU is emulated."
             .into(),
         failed: report::failed_runs(&res.runs, |p| {
-            format!("{} {} {} (repeat {})", p.device, p.case.workload, p.scheduler, p.repeat)
+            format!(
+                "{} {} {} (repeat {})",
+                p.device, p.case.workload, p.scheduler, p.repeat
+            )
         }),
         charts: Vec::new(),
         tables: table_markdown(res),
-        raw_runs: "`runs/<id>.out` the tool's own output, `.log` its errors, `.elapsed` the wall time.",
+        raw_runs:
+            "`runs/<id>.out` the tool's own output, `.log` its errors, `.elapsed` the wall time.",
     };
     page.write(dir)
 }
@@ -259,13 +301,17 @@ mod tests {
             },
             Ok(ToolMeasured {
                 elapsed_s: 100.0 / write,
-                figures: [("block_write_kb_s".to_string(), write)].into_iter().collect(),
+                figures: [("block_write_kb_s".to_string(), write)]
+                    .into_iter()
+                    .collect(),
             }),
         )
     }
 
     fn results(runs: Vec<ToolRun>, seed: Option<Seed>) -> ToolResults {
-        let schedulers: Vec<String> = ["mq-deadline", "rust-as", "rust-noop"].map(String::from).to_vec();
+        let schedulers: Vec<String> = ["mq-deadline", "rust-as", "rust-noop"]
+            .map(String::from)
+            .to_vec();
         ToolResults {
             header: Header {
                 schema: "ironlift-tool/1".into(),
@@ -281,7 +327,11 @@ mod tests {
                 host: String::new(),
                 guest_cpus: 2,
                 guest_memory_mb: 2048,
-                timing: Timing { repeats: 2, runtime_s: 10, ramp_s: 0 },
+                timing: Timing {
+                    repeats: 2,
+                    runtime_s: 10,
+                    ramp_s: 0,
+                },
             },
             tool: ToolSpec {
                 fs: "xfs".into(),
@@ -318,23 +368,34 @@ mod tests {
         ];
         let res = results(runs, None);
         let t = table_markdown(&res);
-        assert!(t.contains("| mq-deadline | 15.0 ± 7.07 |"), "{t}");
-        assert!(t.contains("Order by block write: rust-as > rust-noop > mq-deadline"), "{t}");
+        assert!(t.contains("| mq-deadline | 15.0 ± 7.1 |"), "{t}");
+        assert!(
+            t.contains("Order by block write: rust-as > rust-noop > mq-deadline"),
+            "{t}"
+        );
         // The figures bonnie++ left out show as "-".
-        assert!(t.contains("| rust-noop | 20.0 ± 0.00 | - |"), "{t}");
+        assert!(t.contains("| rust-noop | 20.0 ± 0.0 | - |"), "{t}");
     }
 
     #[test]
     fn the_seed_order_is_set_beside_ours() {
-        let runs = vec![run(0, "mq-deadline", 10.0), run(0, "rust-as", 30.0), run(0, "rust-noop", 20.0)];
+        let runs = vec![
+            run(0, "mq-deadline", 10.0),
+            run(0, "rust-as", 30.0),
+            run(0, "rust-noop", 20.0),
+        ];
         let seed = Seed {
             title: "t".into(),
             source: "s".into(),
             notes: "n".into(),
-            schedulers: [("deadline", "mq-deadline"), ("anticipatory", "rust-as"), ("noop", "rust-noop")]
-                .map(|(a, b)| (a.to_string(), b.to_string()))
-                .into_iter()
-                .collect(),
+            schedulers: [
+                ("deadline", "mq-deadline"),
+                ("anticipatory", "rust-as"),
+                ("noop", "rust-noop"),
+            ]
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .into_iter()
+            .collect(),
             figure: vec![
                 SeedFigure {
                     workload: "bonnie".into(),

@@ -131,14 +131,25 @@ impl Seed {
     /// Loads and checks a seed file against the suite's workloads.
     pub fn load(root: &Path, rel: &str, workloads: &[Workload]) -> Result<Seed> {
         let p = root.join(rel);
-        let text = fs::read_to_string(&p).with_context(|| format!("reading seed {}", p.display()))?;
-        let seed: Seed = toml::from_str(&text).with_context(|| format!("parsing {}", p.display()))?;
+        let text =
+            fs::read_to_string(&p).with_context(|| format!("reading seed {}", p.display()))?;
+        let seed: Seed =
+            toml::from_str(&text).with_context(|| format!("parsing {}", p.display()))?;
         for f in &seed.figure {
             let Some(w) = workloads.iter().find(|w| w.name == f.workload) else {
-                bail!("{}: figure of workload {:?}, which the suite lacks", p.display(), f.workload);
+                bail!(
+                    "{}: figure of workload {:?}, which the suite lacks",
+                    p.display(),
+                    f.workload
+                );
             };
             if f.metric != "elapsed_s" && !w.tool.metrics().iter().any(|m| m.key == f.metric) {
-                bail!("{}: {} reports no {:?}", p.display(), w.tool.name(), f.metric);
+                bail!(
+                    "{}: {} reports no {:?}",
+                    p.display(),
+                    w.tool.name(),
+                    f.metric
+                );
             }
             if let Some(s) = f.values.keys().find(|s| !seed.schedulers.contains_key(*s)) {
                 bail!("{}: scheduler {s:?} is not in [schedulers]", p.display());
@@ -168,7 +179,11 @@ pub struct ToolResults {
 pub fn summarize(runs: &[ToolRun], schedulers: &[String]) -> Vec<ToolSummary> {
     let mut groups: Vec<(String, String, Tool)> = Vec::new();
     for r in runs {
-        let g = (r.run.device.clone(), r.run.case.workload.clone(), r.run.case.tool);
+        let g = (
+            r.run.device.clone(),
+            r.run.case.workload.clone(),
+            r.run.case.tool,
+        );
         if !groups.contains(&g) {
             groups.push(g);
         }
@@ -179,7 +194,9 @@ pub fn summarize(runs: &[ToolRun], schedulers: &[String]) -> Vec<ToolSummary> {
             let mine: Vec<&ToolRun> = runs
                 .iter()
                 .filter(|r| {
-                    r.run.device == device && r.run.case.workload == workload && &r.run.scheduler == s
+                    r.run.device == device
+                        && r.run.case.workload == workload
+                        && &r.run.scheduler == s
                 })
                 .collect();
             if mine.is_empty() {
@@ -190,7 +207,10 @@ pub fn summarize(runs: &[ToolRun], schedulers: &[String]) -> Vec<ToolSummary> {
                 .metrics()
                 .iter()
                 .filter_map(|m| {
-                    let xs: Vec<f64> = ok.iter().filter_map(|x| x.figures.get(m.key).copied()).collect();
+                    let xs: Vec<f64> = ok
+                        .iter()
+                        .filter_map(|x| x.figures.get(m.key).copied())
+                        .collect();
                     Some((m.key.to_string(), Stat::of(&xs)?))
                 })
                 .collect();
