@@ -291,8 +291,9 @@ pub fn key_values(out: &str, want: &[Metric]) -> Result<BTreeMap<String, f64>> {
 #[cfg(test)]
 mod tests {
     //! Each parser on its tool's real output (tests/tool-output/, from
-    //! Debian 12's bonnie++ 2.00a, dbench 4.00, fs_mark 3.3, pgbench 15
-    //! and fio).
+    //! Debian 12's bonnie++ 2.00a, dbench 4.00, fs_mark 3.3, pgbench 15,
+    //! fio 3.33, and qemu/guest/tool.sh's sqlite and compile and
+    //! tools/fsbench run on the host).
 
     use super::*;
 
@@ -376,10 +377,23 @@ mod tests {
 
     #[test]
     fn every_tool_parses_through_its_name() {
-        assert_eq!(
-            Tool::FsMark.parse(&canned("fsmark.out")).unwrap()["files_s"],
-            216.7
-        );
+        for (tool, file, key, want) in [
+            (Tool::Bonnie, "bonnie.csv", "block_write_kb_s", 91064.0),
+            (Tool::Dbench, "dbench.out", "mb_s", 163.201),
+            (Tool::FsMark, "fsmark.out", "files_s", 216.7),
+            (Tool::Sqlite, "sqlite.time", "seconds", 2.13),
+            (Tool::Compile, "compile.time", "seconds", 0.59),
+            (Tool::Pgbench, "pgbench.out", "tps", 257.027431),
+            (Tool::Blogbench, "blogbench.out", "writes_s", 5261.487),
+            (Tool::Compilebench, "compilebench.out", "read_mb_s", 52.875),
+        ] {
+            let m = tool.parse(&canned(file)).unwrap();
+            assert_eq!(m[key], want, "{file}");
+            assert!(tool.metrics().iter().any(|x| x.key == key));
+        }
+        // fio's JSON (4 threads, group-reported): bandwidth and IOPS.
+        let m = Tool::Fio.parse(&canned("fio-tiotester.json")).unwrap();
+        assert!(m["mb_s"] > 0.0 && m["iops"] > 0.0);
         assert!(Tool::Dbench.parse("").is_err());
         let t: Tool = serde_json::from_str("\"fs-mark\"").unwrap();
         assert_eq!(t.name(), "fs-mark");
