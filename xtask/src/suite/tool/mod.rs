@@ -25,7 +25,6 @@ use anyhow::{bail, Context, Result};
 use parse::Tool;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// The tool kind, for one `qemu-bench` invocation.
 pub struct ToolKind {
@@ -119,24 +118,6 @@ fn members(spec: &ToolSpec, devices: &[(String, Device)]) -> Result<String> {
     Ok(out.join(" "))
 }
 
-/// Builds tools/fsbench (release) for the host, whose root the guest runs on.
-fn build_fsbench(root: &Path) -> Result<PathBuf> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    util::run(Command::new(cargo).current_dir(root).args([
-        "build",
-        "--release",
-        "--quiet",
-        "-p",
-        "fsbench",
-    ]))
-    .context("building tools/fsbench")?;
-    let bin = root.join("target/release/fsbench");
-    if !bin.is_file() {
-        bail!("{} was not built", bin.display());
-    }
-    Ok(bin)
-}
-
 impl Kind for ToolKind {
     const NAME: &'static str = "tool";
     const SCHEMA: &'static str = "ironlift-tool/1";
@@ -181,7 +162,7 @@ impl Kind for ToolKind {
             .iter()
             .any(|w| matches!(w.tool, Tool::Blogbench | Tool::Compilebench))
         {
-            self.fsbench = Some(build_fsbench(&util::repo_root())?);
+            self.fsbench = Some(util::build_host_tool(&util::repo_root(), "fsbench")?);
         }
         Ok(())
     }
