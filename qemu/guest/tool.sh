@@ -73,7 +73,7 @@ pin_memory() { # MiB-to-leave
 	mount -t tmpfs -o size="${fill}m" tmpfs $pin &&
 		dd if=/dev/zero of=$pin/fill bs=1M count="$fill" status=none 2>/dev/null
 	echo "$1" > $pin.size
-	say "memory: ${fill} MiB held in tmpfs, about $1 MiB left for the page cache"
+	say "memory: ${fill} MiB held in tmpfs, about $1 MiB left for the page cache" >&2
 }
 
 # bonnie++ with a file of twice the memory: `mem` the guest's whole memory,
