@@ -244,3 +244,38 @@ pub fn read_run(runs_dir: &Path, id: &str, tool: Tool) -> Result<ToolMeasured, S
     let figures = tool.parse(&out).map_err(|e| format!("{e:#}"))?;
     Ok(ToolMeasured { elapsed_s, figures })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_is_its_output_and_wall_time_or_its_error() {
+        let dir = std::env::temp_dir().join(format!("xtask-tool-runs-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let canned = crate::util::repo_root().join("tests/tool-output/dbench.out");
+        fs::copy(canned, dir.join("0000.out")).unwrap();
+        fs::write(dir.join("0000.elapsed"), "12.345\n").unwrap();
+        let m = read_run(&dir, "0000", Tool::Dbench).unwrap();
+        assert_eq!((m.elapsed_s, m.figures["mb_s"]), (12.345, 163.201));
+        // Output that is not the tool's is an error, not a zero.
+        assert!(read_run(&dir, "0000", Tool::Pgbench)
+            .unwrap_err()
+            .contains("tps"));
+        // No wall time, no output, or the guest's own error.
+        fs::copy(dir.join("0000.out"), dir.join("0001.out")).unwrap();
+        assert!(read_run(&dir, "0001", Tool::Dbench)
+            .unwrap_err()
+            .contains("wall time"));
+        assert!(read_run(&dir, "0002", Tool::Dbench)
+            .unwrap_err()
+            .contains("no output"));
+        fs::write(dir.join("0003.err"), "dbench failed (rc 1): x\n").unwrap();
+        assert_eq!(
+            read_run(&dir, "0003", Tool::Dbench).unwrap_err(),
+            "dbench failed (rc 1): x"
+        );
+        let _ = fs::remove_dir_all(&dir);
+    }
+}
