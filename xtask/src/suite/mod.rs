@@ -74,7 +74,7 @@ mod tests {
     //! rendered from it.
 
     use super::kind::Kind;
-    use super::{fio::Fio, startup::Startup};
+    use super::{fio::Fio, startup::Startup, tool::ToolKind};
     use std::fs;
     use std::path::PathBuf;
 
@@ -125,6 +125,11 @@ mod tests {
         renders_as_expected::<Startup>("startup");
     }
 
+    #[test]
+    fn tool_report_renders_as_expected() {
+        renders_as_expected::<ToolKind>("bonnie-raid5");
+    }
+
     /// A results file read and written again is the same file: the
     /// schema's fields, in its order, with the same values (serde_json
     /// reads a decimal to within a unit in the last place).
@@ -154,5 +159,6 @@ mod tests {
     fn results_files_round_trip() {
         round_trips::<Fio>("fio-basic");
         round_trips::<Startup>("startup");
+        round_trips::<ToolKind>("bonnie-raid5");
     }
 }
