@@ -2,9 +2,9 @@
 //!
 //! A suite is a file in configs/suites; its `kind` names the module that
 //! plans, reads and reports its runs ([`kind::Kind`]): [`fio`],
-//! [`startup`], [`jobs`] and [`androbench`]. [`runner`] runs any of them,
-//! under every scheduler entry ([`sched`]: an elevator or a variant with
-//! tunables).
+//! [`startup`], [`jobs`], [`androbench`] and [`tool`]. [`runner`] runs any
+//! of them, under every scheduler entry ([`sched`]: an elevator or a
+//! variant with tunables).
 //!
 //! Another suite of fio workloads is only a suite file. Another kind is a
 //! module implementing [`kind::Kind`] (its cases, job.env, how a run's
@@ -20,6 +20,7 @@ pub mod kind;
 pub mod runner;
 pub mod sched;
 pub mod startup;
+pub mod tool;
 
 use crate::flags::QemuBench;
 use crate::util;
@@ -34,6 +35,7 @@ const KINDS: &[&str] = &[
     startup::Startup::NAME,
     jobs::Jobs::NAME,
     androbench::Androbench::NAME,
+    tool::ToolKind::NAME,
 ];
 
 /// `cargo xtask qemu-bench`.
@@ -44,6 +46,7 @@ pub fn qemu_bench(o: &QemuBench) -> Result<()> {
         startup::Startup::NAME => runner::run::<startup::Startup>(o, &suite),
         jobs::Jobs::NAME => runner::run::<jobs::Jobs>(o, &suite),
         androbench::Androbench::NAME => runner::run::<androbench::Androbench>(o, &suite),
+        tool::ToolKind::NAME => runner::run::<tool::ToolKind>(o, &suite),
         other => bail!(
             "suite {}: no kind {other:?}; the kinds: {}",
             suite.name,
@@ -75,6 +78,9 @@ pub fn report(path: &Path) -> Result<()> {
     if schema == androbench::Androbench::SCHEMA {
         return runner::rerender::<androbench::Androbench>(&file, &text, &not_valid);
     }
+    if schema == tool::ToolKind::SCHEMA {
+        return runner::rerender::<tool::ToolKind>(&file, &text, &not_valid);
+    }
     let not_valid = format!("is not an {} results file", fio::Fio::SCHEMA);
     runner::rerender::<fio::Fio>(&file, &text, &not_valid)
 }
@@ -87,7 +93,7 @@ mod tests {
     //! rendered from it.
 
     use super::kind::Kind;
-    use super::{fio::Fio, jobs::Jobs, startup::Startup};
+    use super::{fio::Fio, jobs::Jobs, startup::Startup, tool::ToolKind};
     use std::fs;
     use std::path::PathBuf;
 
@@ -150,6 +156,11 @@ mod tests {
         renders_as_expected::<Jobs>("jobs-1-8");
     }
 
+    #[test]
+    fn tool_report_renders_as_expected() {
+        renders_as_expected::<ToolKind>("bonnie-raid5");
+    }
+
     /// A results file read and written again is the same file: the
     /// schema's fields, in its order, with the same values (serde_json
     /// reads a decimal to within a unit in the last place).
@@ -181,5 +192,6 @@ mod tests {
         round_trips::<Startup>("startup");
         round_trips::<Startup>("startup-matrix");
         round_trips::<Jobs>("jobs-1-8");
+        round_trips::<ToolKind>("bonnie-raid5");
     }
 }
