@@ -9,6 +9,7 @@ mod blkserve;
 mod calibrate;
 mod chart;
 mod clippy;
+mod compare;
 mod deps;
 mod devices;
 mod fairness;

@@ -1,0 +1,3 @@
+//! `cargo xtask compare`.
+
+pub mod stats;
