@@ -29,6 +29,10 @@ pub enum Cmd {
     },
     /// Run a benchmark suite in a QEMU guest and write a report
     QemuBench(QemuBench),
+    /// Compare two kernels or module sets: build both, boot them
+    /// alternately running one suite each boot, and report per metric the
+    /// ratio candidate/base with a confidence interval and a verdict
+    Compare(Compare),
     /// Run the tests: cargo test over the workspace, then the in-guest KTAP suite
     Test(Test),
     /// Boot a guest with the emulated disks (configs/devices/guest.toml's
@@ -127,6 +131,79 @@ pub struct QemuBench {
     /// guest, so compare such runs only with each other
     #[arg(long, conflicts_with = "profile")]
     pub count_insns: bool,
+}
+
+/// The two sides of `cargo xtask compare`.
+#[derive(Args, Clone, Debug)]
+#[group(required = true, multiple = false)]
+pub struct Sides {
+    /// The candidate is this tree's HEAD with these patches on top: a patch
+    /// to this repository (e.g. modules/kernel) is applied to its files; a
+    /// patch to the kernel (e.g. block/mq-deadline.c) joins the series in
+    /// modules/linux/patches. The base is HEAD as it is
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub patch: Vec<PathBuf>,
+    /// Two kernel source trees, base then candidate (see `kernel --kernel-src`)
+    #[arg(long = "kernel-src", value_name = "DIR", num_args = 1)]
+    pub kernel_src: Vec<PathBuf>,
+    /// Two git refs of this repository, base then candidate; each is
+    /// checked out into the cache with `git worktree add`
+    #[arg(long = "ref", value_name = "REF", num_args = 1)]
+    pub git_ref: Vec<String>,
+}
+
+#[derive(Args)]
+pub struct Compare {
+    #[command(flatten)]
+    pub sides: Sides,
+    #[command(flatten)]
+    pub g: GuestArgs,
+    /// Cache folder [default: $IRONLIFT_CACHE, else ~/.cache/ironlift]
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Parallel make jobs [default: CPUs + 1]
+    #[arg(short, long)]
+    pub jobs: Option<usize>,
+    /// Boots of each side, alternating (base, candidate, then candidate,
+    /// base, ...)
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
+    pub boots: u32,
+    /// Confidence level in percent for the intervals and verdicts
+    #[arg(long, default_value_t = 95.0)]
+    pub level: f64,
+    /// Exit non-zero when a metric is significantly worse by more than PCT
+    /// percent
+    #[arg(long, value_name = "PCT")]
+    pub fail_if_worse: Option<f64>,
+    /// The short version of the suite
+    #[arg(long)]
+    pub quick: bool,
+    /// Suite name (a file in configs/suites; a fio suite)
+    #[arg(long, default_value = "fio-basic")]
+    pub suite: String,
+    /// Repeats per boot, overriding the suite
+    #[arg(long)]
+    pub repeats: Option<u32>,
+    /// Seconds per fio run, overriding the suite
+    #[arg(long)]
+    pub runtime: Option<u32>,
+    /// Comma-separated schedulers [default: every one both sides offer]
+    #[arg(long, value_delimiter = ',')]
+    pub schedulers: Option<Vec<String>>,
+    /// Comma-separated devices (names in configs/devices/guest.toml)
+    #[arg(long, value_delimiter = ',')]
+    pub devices: Option<Vec<String>>,
+    /// Comma-separated workloads of the suite [default: all]
+    #[arg(long, value_delimiter = ',')]
+    pub workloads: Option<Vec<String>>,
+    /// Count the guest kernel's instructions per request (TCG), as
+    /// `qemu-bench --count-insns`: a metric that does not move with the
+    /// host's load
+    #[arg(long)]
+    pub count_insns: bool,
+    /// Results folder [default: results/<date>-compare[-quick]]
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Args)]

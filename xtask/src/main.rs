@@ -15,6 +15,7 @@ mod devices;
 mod fairness;
 mod flags;
 mod guest;
+mod html;
 mod insns;
 mod kernel;
 mod ktap;
@@ -38,6 +39,7 @@ fn main() {
         Cmd::Kernel { k } => kernel(&k).map(|_| ()),
         Cmd::Modules { k } => modules(&k),
         Cmd::QemuBench(o) => suite::qemu_bench(&o),
+        Cmd::Compare(c) => compare::run(&c),
         Cmd::Test(t) => test::run(&t),
         Cmd::Devices(d) => calibrate::run(&d),
         Cmd::Patches(p) => patches::cmd(&p),

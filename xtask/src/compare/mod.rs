@@ -1,3 +1,166 @@
-//! `cargo xtask compare`.
+//! `cargo xtask compare`: whether a candidate (a patch, a kernel tree, a
+//! git ref) changes what a suite measures against a base.
+//!
+//! Each side is a tree of this repository ([`sides`]) whose own xtask
+//! builds its kernel and modules and runs one suite per boot (two kernels
+//! cannot share a boot). The boots alternate, base first in even rounds
+//! and candidate first in odd ones, so a drift of the host over the run
+//! falls on both sides alike. [`merge`] pools every run of every boot
+//! per side and compares them metric by metric ([`stats`]); [`page`]
+//! writes compare.md and compare.html.
 
+pub mod merge;
+pub mod page;
+pub mod sides;
 pub mod stats;
+
+use crate::flags::Compare;
+use crate::suite::kind::{Kind, Suite};
+use crate::util::{self, note, step};
+use anyhow::{bail, Context, Result};
+use sides::Side;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// `cargo xtask compare`.
+pub fn run(o: &Compare) -> Result<()> {
+    let root = util::repo_root();
+    let suite = Suite::load(&root, &o.suite)?;
+    if suite.kind != crate::suite::fio::Fio::NAME {
+        bail!(
+            "suite {} is a {} suite; compare reads fio suites' results (e.g. fio-basic)",
+            suite.name,
+            suite.kind
+        );
+    }
+    if !(50.0..100.0).contains(&o.level) {
+        bail!(
+            "--level {} is not a confidence level in percent (50 to 99.9…)",
+            o.level
+        );
+    }
+    let cache = util::cache_root(o.cache_dir.as_deref());
+    let sides = sides::resolve(&o.sides, &root, &cache)?;
+    let out = o.out.clone().unwrap_or_else(|| {
+        root.join("results").join(format!(
+            "{}-compare{}",
+            crate::guest::now("+%Y-%m-%dT%H%M"),
+            if o.quick { "-quick" } else { "" }
+        ))
+    });
+    fs::create_dir_all(out.join("boots"))
+        .with_context(|| format!("creating {}", out.display()))?;
+    note(&format!("results: {}", out.display()));
+    for s in &sides {
+        step(&format!("Building the {}: {}", s.label, s.what));
+        s.build(o, &cache)?;
+    }
+    let mut boots: Vec<(usize, PathBuf)> = Vec::new();
+    let mut failures = Vec::new();
+    for round in 0..o.boots {
+        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+        for i in order {
+            let s = &sides[i];
+            let n = boots.len() + 1;
+            let dir = out.join("boots").join(format!("{n:02}-{}", s.label));
+            step(&format!(
+                "Boot {n} of {}: the {} ({})",
+                2 * o.boots,
+                s.label,
+                s.what
+            ));
+            if let Err(e) = s.bench(o, &cache, &dir) {
+                // Failed runs still leave results.json; a boot without one
+                // is lost for the comparison, but says why.
+                note(&format!("boot {n}: {e:#}"));
+                failures.push(format!("boot {n} ({}): {e:#}", s.label));
+            }
+            if dir.join("results.json").is_file() {
+                boots.push((i, dir));
+            } else {
+                bail!(
+                    "boot {n} of the {} wrote no results.json: see {}",
+                    s.label,
+                    dir.display()
+                );
+            }
+        }
+    }
+    let merged = merge::Merged::read(&boots)?;
+    let level = o.level / 100.0;
+    let rows = merged.compare(level);
+    let cmp = page::Comparison {
+        suite: suite.name.clone(),
+        quick: o.quick,
+        level,
+        boots: boots
+            .iter()
+            .map(|(i, d)| (sides[*i].label.to_string(), rel(&out, d)))
+            .collect(),
+        base: sides[0].what.clone(),
+        candidate: sides[1].what.clone(),
+        failures,
+        rows,
+    };
+    cmp.write(&out)?;
+    println!("{}", cmp.markdown_tables());
+    note(&format!(
+        "comparison: {} and {}",
+        out.join("compare.md").display(),
+        out.join("compare.html").display()
+    ));
+    if let Some(pct) = o.fail_if_worse {
+        let worse = cmp.worse_than(pct);
+        if !worse.is_empty() {
+            bail!(
+                "{} metric(s) significantly worse by more than {pct} %:\n{}",
+                worse.len(),
+                worse.join("\n")
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `dir` relative to `out`, for the report.
+fn rel(out: &Path, dir: &Path) -> String {
+    dir.strip_prefix(out)
+        .unwrap_or(dir)
+        .to_string_lossy()
+        .into_owned()
+}
+
+impl Side {
+    /// The suite flags both sides' `qemu-bench` get.
+    fn suite_args(o: &Compare) -> Vec<String> {
+        let mut a = vec!["--suite".to_string(), o.suite.clone()];
+        let list = |flag: &str, v: &Option<Vec<String>>, a: &mut Vec<String>| {
+            if let Some(v) = v {
+                a.extend([flag.to_string(), v.join(",")]);
+            }
+        };
+        list("--schedulers", &o.schedulers, &mut a);
+        list("--devices", &o.devices, &mut a);
+        list("--workloads", &o.workloads, &mut a);
+        for (flag, v) in [("--repeats", o.repeats), ("--runtime", o.runtime)] {
+            if let Some(v) = v {
+                a.extend([flag.to_string(), v.to_string()]);
+            }
+        }
+        if o.quick {
+            a.push("--quick".into());
+        }
+        if o.count_insns {
+            a.push("--count-insns".into());
+        }
+        a.extend([
+            "--accel".into(),
+            o.g.accel.clone(),
+            "--cpus".into(),
+            o.g.cpus.to_string(),
+            "--memory".into(),
+            o.g.memory.to_string(),
+        ]);
+        a
+    }
+}
