@@ -6,7 +6,6 @@ use crate::compare::stats::Verdict;
 use anyhow::{anyhow, Result};
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use std::fmt::Write as _;
 
 /// One colour per scheduler, in the suite's scheduler order.
 pub const PALETTE: &[&str] = &[
@@ -37,12 +36,25 @@ where
     let mut s = String::new();
     {
         let root = SVGBackend::with_string(&mut s, (width, height)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| anyhow!("drawing a chart: {e}"))?;
+        root.fill(&WHITE)
+            .map_err(|e| anyhow!("drawing a chart: {e}"))?;
         draw(&root)?;
-        root.present().map_err(|e| anyhow!("drawing a chart: {e}"))?;
+        root.present()
+            .map_err(|e| anyhow!("drawing a chart: {e}"))?;
     }
+    let mut s = s.trim_end().to_string();
     s.push('\n');
     Ok(s)
+}
+
+/// A legend of `names` in the palette's colours, a line each, on `area`.
+pub fn legend(area: &DrawingArea<SVGBackend<'_>, Shift>, names: &[String]) -> Result<()> {
+    for (i, name) in names.iter().enumerate() {
+        let y = 40 + 16 * i as i32;
+        area.draw(&Rectangle::new([(5, y), (15, y + 10)], rgb(i).filled()))?;
+        area.draw(&Text::new(name.as_str(), (20, y), ("sans-serif", 13)))?;
+    }
+    Ok(())
 }
 
 /// The colour of a verdict: green better, red worse, grey otherwise.
@@ -61,7 +73,10 @@ pub fn intervals_svg(device: &str, rows: &[&Row], level: f64) -> Result<String> 
     let n = rows.len().max(1) as i32;
     let (lo, hi) = rows.iter().fold((1.0f64, 1.0f64), |(lo, hi), r| {
         let fin = |x: f64, d: f64| if x.is_finite() { x } else { d };
-        (lo.min(fin(r.cmp.ratio_lo, lo)), hi.max(fin(r.cmp.ratio_hi, hi)))
+        (
+            lo.min(fin(r.cmp.ratio_lo, lo)),
+            hi.max(fin(r.cmp.ratio_hi, hi)),
+        )
     });
     let pad = ((hi - lo) * 0.1).max(0.01);
     let labels: Vec<String> = rows
@@ -75,7 +90,7 @@ pub fn intervals_svg(device: &str, rows: &[&Row], level: f64) -> Result<String> 
     );
     svg(820, height, |root| {
         let mut c = ChartBuilder::on(root)
-            .caption(title, ("sans-serif", 14))
+            .caption(title, ("sans-serif", 17))
             .margin(10)
             .x_label_area_size(35)
             .y_label_area_size(300)
@@ -83,6 +98,8 @@ pub fn intervals_svg(device: &str, rows: &[&Row], level: f64) -> Result<String> 
         // Row i is drawn at n - 1 - i: the first on top.
         let y = |i: usize| n - 1 - i as i32;
         c.configure_mesh()
+            .label_style(("sans-serif", 13))
+            .light_line_style(TRANSPARENT)
             .y_labels(n as usize + 1)
             .y_label_formatter(&|v| {
                 usize::try_from(n - 1 - *v)
@@ -103,7 +120,11 @@ pub fn intervals_svg(device: &str, rows: &[&Row], level: f64) -> Result<String> 
             )
         }))?;
         c.draw_series(rows.iter().enumerate().map(|(i, r)| {
-            Circle::new((r.cmp.ratio, y(i)), 4, verdict_color(r.cmp.verdict).filled())
+            Circle::new(
+                (r.cmp.ratio, y(i)),
+                4,
+                verdict_color(r.cmp.verdict).filled(),
+            )
         }))?;
         Ok(())
     })
@@ -116,27 +137,6 @@ pub fn esc(s: &str) -> String {
         .replace('>', "&gt;")
 }
 
-/// An SVG document of `width` × `height` on white, with `title` (escaped
-/// by the caller) at `title_x`; [`end`] closes it.
-pub fn start(width: f64, height: f64, title_x: f64, title: &str) -> String {
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" font-family="sans-serif" font-size="11">"#
-    );
-    let _ = write!(
-        s,
-        r#"<rect width="100%" height="100%" fill="white"/><text x="{title_x}" y="20" font-size="14" font-weight="bold">{title}</text>"#
-    );
-    s
-}
-
-/// Closes a document of [`start`].
-pub fn end(mut s: String) -> String {
-    s.push_str("</svg>\n");
-    s
-}
-
 /// The smallest of 1, 2, 5 × 10^k at or above `x`.
 pub fn nice_ceiling(x: f64) -> f64 {
     let p = 10f64.powf(x.log10().floor());
@@ -146,12 +146,6 @@ pub fn nice_ceiling(x: f64) -> f64 {
         }
     }
     10.0 * p
-}
-
-/// An axis number: two decimals at most, no trailing zeros.
-pub fn trim_num(v: f64) -> String {
-    let s = format!("{v:.2}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 #[cfg(test)]
@@ -167,12 +161,18 @@ mod tests {
     }
 
     #[test]
-    fn documents_open_and_close() {
-        let s = end(start(100.0, 50.0, 10.0, &esc("a<b")));
-        assert!(s.starts_with("<svg") && s.ends_with("</svg>\n"));
-        assert!(s.contains(">a&lt;b</text>"));
-        assert_eq!(trim_num(2.50), "2.5");
-        assert_eq!(trim_num(3.0), "3");
+    fn documents_are_svg_on_white_and_text_is_escaped() {
+        use plotters::prelude::*;
+        let s = svg(100, 50, |root| {
+            root.draw(&Text::new("a<b&c", (5, 5), ("sans-serif", 13)))?;
+            Ok(())
+        })
+        .unwrap();
+        assert!(s.starts_with("<svg") && s.ends_with("</svg>\n"), "{s}");
+        assert!(s.contains("fill=\"#FFFFFF\""), "{s}");
+        assert!(s.contains("a&lt;b&amp;c") && !s.contains("a<b"), "{s}");
+        assert_eq!(esc("a<b"), "a&lt;b");
         assert_eq!(color(9), PALETTE[1]);
+        assert_eq!(hex("#1f77b4"), RGBColor(0x1f, 0x77, 0xb4));
     }
 }

@@ -19,7 +19,9 @@ pub fn page(title: &str, md: &str, charts: &[(String, String, String)]) -> Strin
     for (_, file, svg) in charts {
         let tag = format!("<img src=\"{file}\"");
         if let Some(start) = body.find(&tag) {
-            let end = body[start..].find("/>").map_or(body.len(), |e| start + e + 2);
+            let end = body[start..]
+                .find("/>")
+                .map_or(body.len(), |e| start + e + 2);
             let svg = svg.trim_start_matches(|c| c != '<');
             let svg = svg.strip_prefix("<?xml").map_or(svg, |rest| {
                 rest.split_once("?>").map_or(rest, |(_, s)| s.trim_start())
@@ -34,7 +36,12 @@ pub fn page(title: &str, md: &str, charts: &[(String, String, String)]) -> Strin
 }
 
 /// Writes [`page`] to `path`.
-pub fn write(path: &Path, title: &str, md: &str, charts: &[(String, String, String)]) -> Result<()> {
+pub fn write(
+    path: &Path,
+    title: &str,
+    md: &str,
+    charts: &[(String, String, String)],
+) -> Result<()> {
     fs::write(path, page(title, md, charts)).with_context(|| format!("writing {}", path.display()))
 }
 
@@ -49,7 +56,10 @@ mod tests {
             "<?xml version=\"1.0\"?>\n<svg><rect/></svg>".to_string(),
         )];
         let p = super::page("T", md, &charts);
-        assert!(p.contains("<table>") && p.contains("<td>x&lt;y</td>"), "{p}");
+        assert!(
+            p.contains("<table>") && p.contains("<td>x&lt;y</td>"),
+            "{p}"
+        );
         assert!(p.contains("<figure><svg><rect/></svg></figure>"), "{p}");
         assert!(!p.contains("<img") && !p.contains("<?xml"), "{p}");
     }

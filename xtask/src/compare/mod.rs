@@ -48,44 +48,13 @@ pub fn run(o: &Compare) -> Result<()> {
             if o.quick { "-quick" } else { "" }
         ))
     });
-    fs::create_dir_all(out.join("boots"))
-        .with_context(|| format!("creating {}", out.display()))?;
+    fs::create_dir_all(out.join("boots")).with_context(|| format!("creating {}", out.display()))?;
     note(&format!("results: {}", out.display()));
     for s in &sides {
         step(&format!("Building the {}: {}", s.label, s.what));
         s.build(o, &cache)?;
     }
-    let mut boots: Vec<(usize, PathBuf)> = Vec::new();
-    let mut failures = Vec::new();
-    for round in 0..o.boots {
-        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
-        for i in order {
-            let s = &sides[i];
-            let n = boots.len() + 1;
-            let dir = out.join("boots").join(format!("{n:02}-{}", s.label));
-            step(&format!(
-                "Boot {n} of {}: the {} ({})",
-                2 * o.boots,
-                s.label,
-                s.what
-            ));
-            if let Err(e) = s.bench(o, &cache, &dir) {
-                // Failed runs still leave results.json; a boot without one
-                // is lost for the comparison, but says why.
-                note(&format!("boot {n}: {e:#}"));
-                failures.push(format!("boot {n} ({}): {e:#}", s.label));
-            }
-            if dir.join("results.json").is_file() {
-                boots.push((i, dir));
-            } else {
-                bail!(
-                    "boot {n} of the {} wrote no results.json: see {}",
-                    s.label,
-                    dir.display()
-                );
-            }
-        }
-    }
+    let (boots, failures) = boot_alternately(o, &sides, &cache, &out)?;
     let merged = merge::Merged::read(&boots)?;
     let level = o.level / 100.0;
     let rows = merged.compare(level);
@@ -120,6 +89,52 @@ pub fn run(o: &Compare) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A boot that wrote results: (side, its folder).
+type Boot = (usize, PathBuf);
+
+/// Boots the sides in turn, `--boots` rounds of two (base first in even
+/// rounds, candidate first in odd ones), each into `out/boots/<n>-<side>`:
+/// the boots that wrote results, (side, folder), and what failed.
+fn boot_alternately(
+    o: &Compare,
+    sides: &[Side; 2],
+    cache: &Path,
+    out: &Path,
+) -> Result<(Vec<Boot>, Vec<String>)> {
+    let mut boots: Vec<Boot> = Vec::new();
+    let mut failures = Vec::new();
+    for round in 0..o.boots {
+        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+        for i in order {
+            let s = &sides[i];
+            let n = boots.len() + 1;
+            let dir = out.join("boots").join(format!("{n:02}-{}", s.label));
+            step(&format!(
+                "Boot {n} of {}: the {} ({})",
+                2 * o.boots,
+                s.label,
+                s.what
+            ));
+            if let Err(e) = s.bench(o, cache, &dir) {
+                // Failed runs still leave results.json; a boot without one
+                // is lost for the comparison, but says why.
+                note(&format!("boot {n}: {e:#}"));
+                failures.push(format!("boot {n} ({}): {e:#}", s.label));
+            }
+            if dir.join("results.json").is_file() {
+                boots.push((i, dir));
+            } else {
+                bail!(
+                    "boot {n} of the {} wrote no results.json: see {}",
+                    s.label,
+                    dir.display()
+                );
+            }
+        }
+    }
+    Ok((boots, failures))
 }
 
 /// `dir` relative to `out`, for the report.

@@ -264,9 +264,14 @@ mod tests {
     fn the_page_holds_every_row_and_the_gate_names_the_worse_one() {
         let c = sample();
         let md = c.markdown(&c.charts().unwrap());
-        assert!(md.contains("| rust-deadline | IOPS | 100.0 | 80.0 | 0.800 |"), "{md}");
+        assert!(
+            md.contains("| rust-deadline | IOPS | 100.0 | 80.0 | 0.800 |"),
+            "{md}"
+        );
         assert!(md.contains("**worse**") && md.contains("too few samples to tell"));
-        assert!(md.contains("| verdicts | 0 better, 1 worse, 1 no difference detected, 1 too few samples to tell |"));
+        assert!(md.contains(
+            "| verdicts | 0 better, 1 worse, 1 no difference detected, 1 too few samples to tell |"
+        ));
         assert!(md.contains("![nullb](compare-nullb.svg)"));
         let worse = c.worse_than(10.0);
         assert_eq!(worse.len(), 1, "{worse:?}");

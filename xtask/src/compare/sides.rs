@@ -40,9 +40,11 @@ pub fn resolve(s: &Sides, root: &Path, cache: &Path) -> Result<[Side; 2]> {
     let trees = cache.join("compare").join("trees");
     let sides = if !s.patch.is_empty() {
         let head = commit(root, "HEAD")?;
-        if !run(Command::new("git")
-            .current_dir(root)
-            .args(["status", "--porcelain", "--untracked-files=no"]))?
+        if !run(Command::new("git").current_dir(root).args([
+            "status",
+            "--porcelain",
+            "--untracked-files=no",
+        ]))?
         .trim()
         .is_empty()
         {
@@ -59,10 +61,19 @@ pub fn resolve(s: &Sides, root: &Path, cache: &Path) -> Result<[Side; 2]> {
                 &fs::read(p).with_context(|| format!("reading --patch {}", p.display()))?,
             );
         }
-        let cand = worktree(root, &trees, &head, &format!("{}-{}", &head[..12], &h.hex()[..12]))?;
+        let cand = worktree(
+            root,
+            &trees,
+            &head,
+            &format!("{}-{}", &head[..12], &h.hex()[..12]),
+        )?;
         let applied = apply_patches(&cand, &s.patch)?;
         [
-            Side::tree("base", format!("HEAD {}", &head[..12]), worktree(root, &trees, &head, &head[..12])?),
+            Side::tree(
+                "base",
+                format!("HEAD {}", &head[..12]),
+                worktree(root, &trees, &head, &head[..12])?,
+            ),
             Side::tree(
                 "candidate",
                 format!("HEAD {} + {}", &head[..12], applied.join(", ")),
@@ -87,7 +98,11 @@ pub fn resolve(s: &Sides, root: &Path, cache: &Path) -> Result<[Side; 2]> {
         let side = |label, r: &String| -> Result<Side> {
             let c = commit(root, r)?;
             let what = format!("{r} ({})", &c[..12]);
-            Ok(Side::tree(label, what, worktree(root, &trees, &c, &c[..12])?))
+            Ok(Side::tree(
+                label,
+                what,
+                worktree(root, &trees, &c, &c[..12])?,
+            ))
         };
         [side("base", a)?, side("candidate", b)?]
     };
@@ -98,15 +113,20 @@ pub fn resolve(s: &Sides, root: &Path, cache: &Path) -> Result<[Side; 2]> {
 fn two<'a, T>(v: &'a [T], flag: &str) -> Result<[&'a T; 2]> {
     match v {
         [a, b] => Ok([a, b]),
-        _ => bail!("{flag} takes two values, base then candidate; got {}", v.len()),
+        _ => bail!(
+            "{flag} takes two values, base then candidate; got {}",
+            v.len()
+        ),
     }
 }
 
 /// The full commit `r` names in `root`'s repository.
 fn commit(root: &Path, r: &str) -> Result<String> {
-    Ok(run(Command::new("git")
-        .current_dir(root)
-        .args(["rev-parse", "--verify", &format!("{r}^{{commit}}")]))
+    Ok(run(Command::new("git").current_dir(root).args([
+        "rev-parse",
+        "--verify",
+        &format!("{r}^{{commit}}"),
+    ]))
     .with_context(|| format!("{r:?} is not a commit of {}", root.display()))?
     .trim()
     .to_string())
@@ -125,7 +145,14 @@ fn worktree(root: &Path, trees: &Path, commit: &str, name: &str) -> Result<PathB
         git(root, &["worktree", "prune"])?;
         git(
             root,
-            &["worktree", "add", "-q", "--detach", &dir.to_string_lossy(), commit],
+            &[
+                "worktree",
+                "add",
+                "-q",
+                "--detach",
+                &dir.to_string_lossy(),
+                commit,
+            ],
         )?;
     }
     Ok(dir)
@@ -138,7 +165,11 @@ fn apply_patches(tree: &Path, patches: &[PathBuf]) -> Result<Vec<String>> {
     let mut done = Vec::new();
     for (i, p) in patches.iter().enumerate() {
         let p = fs::canonicalize(p).with_context(|| format!("--patch {}", p.display()))?;
-        let name = p.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        let name = p
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
         let ok = Command::new("git")
             .current_dir(tree)
             .args(["apply", "--check"])
@@ -197,10 +228,16 @@ fn own_kernels(mut sides: [Side; 2], root: &Path, cache: &Path) -> Result<[Side;
                 .args(["clone", "-q", "--shared", "--no-checkout"])
                 .arg(&pristine)
                 .arg(&tmp))?;
+            run(Command::new("git").current_dir(&tmp).args([
+                "-c",
+                "gc.auto=0",
+                "checkout",
+                "-q",
+                "pristine",
+            ]))?;
             run(Command::new("git")
                 .current_dir(&tmp)
-                .args(["-c", "gc.auto=0", "checkout", "-q", "pristine"]))?;
-            run(Command::new("git").current_dir(&tmp).args(["config", "gc.auto", "0"]))?;
+                .args(["config", "gc.auto", "0"]))?;
             fs::rename(&tmp, &dir)?;
         }
         kernel::sync_additions(&dir, &Additions::load(&s.root)?)?;

@@ -439,7 +439,7 @@ mod tests {
         assert!(floor_vs_mq_deadline(&no_alone.iter().collect::<Vec<_>>()).is_none());
         let rows: Vec<&StartupSummary> = s.iter().collect();
         let rs: Vec<&StartupRun> = runs.iter().collect();
-        let svg = chart_svg("nullb-slow", &rows, &rs, 4);
+        let svg = chart_svg("nullb-slow", &rows, &rs, 4).unwrap();
         assert!(svg.starts_with("<svg") && svg.ends_with("</svg>\n"));
         assert_eq!(svg.matches("<circle").count(), 8);
     }
