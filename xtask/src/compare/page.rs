@@ -216,7 +216,7 @@ impl Comparison {
 }
 
 #[cfg(test)]
-mod tests {
+pub mod tests {
     use super::*;
     use crate::compare::stats::{self, Direction};
 

@@ -1,6 +1,9 @@
 //! The reports as HTML: a report's Markdown rendered to one page, with
 //! its charts inline as SVG where the Markdown links their files.
 
+#[cfg(test)]
+mod browser;
+
 use anyhow::{Context, Result};
 use pulldown_cmark::{html, Options, Parser};
 use std::fs;
