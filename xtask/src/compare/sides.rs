@@ -305,3 +305,89 @@ fn status(c: &mut Command) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        run(Command::new("git")
+            .current_dir(dir)
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args))
+        .unwrap()
+    }
+
+    #[test]
+    fn patches_go_to_the_tree_or_the_kernel_series_and_trees_are_reused_clean() {
+        let tmp = std::env::temp_dir().join(format!("xtask-sides-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&tmp);
+        let repo = tmp.join("repo");
+        for (f, text) in [
+            ("modules/kernel/a.rs", "fn a() {}\n"),
+            ("modules/linux/patches/0001-x.patch", "x\n"),
+            ("configs/kernel/base.config", "CONFIG_X=y\n"),
+        ] {
+            fs::create_dir_all(repo.join(f).parent().unwrap()).unwrap();
+            fs::write(repo.join(f), text).unwrap();
+        }
+        git(&repo, &["init", "-q"]);
+        git(&repo, &["add", "-A"]);
+        git(&repo, &["commit", "-qm", "base"]);
+        let head = commit(&repo, "HEAD").unwrap();
+        // A patch to the repository and one to the kernel.
+        fs::write(repo.join("modules/kernel/a.rs"), "fn a() { b(); }\n").unwrap();
+        let ours = tmp.join("ours.patch");
+        fs::write(&ours, git(&repo, &["diff"])).unwrap();
+        git(&repo, &["checkout", "-q", "."]);
+        let theirs = tmp.join("mq.patch");
+        fs::write(
+            &theirs,
+            "--- a/block/mq-deadline.c\n+++ b/block/mq-deadline.c\n@@ -1 +1 @@\n-a\n+b\n",
+        )
+        .unwrap();
+
+        let trees = tmp.join("trees");
+        let base = worktree(&repo, &trees, &head, "base").unwrap();
+        let cand = worktree(&repo, &trees, &head, "cand").unwrap();
+        let done = apply_patches(&cand, &[ours.clone(), theirs.clone()]).unwrap();
+        assert_eq!(
+            done,
+            [
+                "ours.patch (to the repository)",
+                "mq.patch (to the kernel series)"
+            ]
+        );
+        assert_eq!(
+            fs::read_to_string(cand.join("modules/kernel/a.rs")).unwrap(),
+            "fn a() { b(); }\n"
+        );
+        let series = cand.join("modules/linux/patches/9001-compare-mq.patch");
+        assert!(series.is_file());
+        // The kernel differs only where the series does.
+        assert_eq!(kernel_key(&base).unwrap(), kernel_key(&repo).unwrap());
+        assert_ne!(kernel_key(&cand).unwrap(), kernel_key(&repo).unwrap());
+        // Made again: the same folder, clean.
+        let again = worktree(&repo, &trees, &head, "cand").unwrap();
+        assert_eq!(again, cand);
+        assert!(!series.exists());
+        assert_eq!(
+            fs::read_to_string(cand.join("modules/kernel/a.rs")).unwrap(),
+            "fn a() {}\n"
+        );
+        // A missing patch and a bad ref are named.
+        let e = apply_patches(&cand, &[tmp.join("nope.patch")]).unwrap_err();
+        assert!(format!("{e:#}").contains("nope.patch"), "{e:#}");
+        let e = commit(&repo, "no-such-ref").unwrap_err();
+        assert!(format!("{e:#}").contains("no-such-ref"), "{e:#}");
+        git(
+            &repo,
+            &["worktree", "remove", "--force", &base.to_string_lossy()],
+        );
+        git(
+            &repo,
+            &["worktree", "remove", "--force", &cand.to_string_lossy()],
+        );
+        let _ = fs::remove_dir_all(&tmp);
+    }
+}
