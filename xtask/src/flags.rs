@@ -187,7 +187,8 @@ pub struct Compare {
     /// Seconds per fio run, overriding the suite
     #[arg(long)]
     pub runtime: Option<u32>,
-    /// Comma-separated schedulers [default: every one both sides offer]
+    /// Comma-separated schedulers [default: each side's built-ins and
+    /// modules; compared where both sides ran them]
     #[arg(long, value_delimiter = ',')]
     pub schedulers: Option<Vec<String>>,
     /// Comma-separated devices (names in configs/devices/guest.toml)

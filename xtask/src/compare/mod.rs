@@ -39,6 +39,16 @@ pub fn run(o: &Compare) -> Result<()> {
             o.level
         );
     }
+    // Names checked before anything is built.
+    let known = crate::devices::load(&root)?;
+    for d in o.devices.iter().flatten() {
+        if !known.contains_key(d) {
+            bail!(
+                "unknown device {d:?}; known: {}",
+                known.keys().cloned().collect::<Vec<_>>().join(", ")
+            );
+        }
+    }
     let cache = util::cache_root(o.cache_dir.as_deref());
     let sides = sides::resolve(&o.sides, &root, &cache)?;
     let out = o.out.clone().unwrap_or_else(|| {
