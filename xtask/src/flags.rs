@@ -87,12 +87,9 @@ pub struct GuestArgs {
     pub memory: u32,
 }
 
-#[derive(Args)]
-pub struct QemuBench {
-    #[command(flatten)]
-    pub k: KernelArgs,
-    #[command(flatten)]
-    pub g: GuestArgs,
+/// What suite and which part of it: `qemu-bench`'s and `compare`'s.
+#[derive(Args, Clone)]
+pub struct SuiteArgs {
     /// The short version of the suite
     #[arg(long)]
     pub quick: bool,
@@ -114,6 +111,24 @@ pub struct QemuBench {
     /// Comma-separated workloads of the suite (a start-up suite: its applications) [default: all]
     #[arg(long, value_delimiter = ',')]
     pub workloads: Option<Vec<String>>,
+    /// Count the guest kernel's instructions in each fio run with a
+    /// QEMU TCG plugin (qemu/plugins/insn_count.c, built with clang):
+    /// instructions per request by scheduler in the report, and each
+    /// run's costliest functions in runs/<id>.insns.txt. Unlike IOPS,
+    /// the counts do not move with the host's load. TCG only; slows the
+    /// guest, so compare such runs only with each other
+    #[arg(long)]
+    pub count_insns: bool,
+}
+
+#[derive(Args)]
+pub struct QemuBench {
+    #[command(flatten)]
+    pub k: KernelArgs,
+    #[command(flatten)]
+    pub g: GuestArgs,
+    #[command(flatten)]
+    pub s: SuiteArgs,
     /// Results folder [default: results/<date>-<kernel>[-quick]]
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -121,16 +136,8 @@ pub struct QemuBench {
     /// call graphs) into runs/<id>.perf.txt; needs the host's perf
     /// (Debian: linux-perf). Profiling costs throughput: compare
     /// profiled runs only with each other.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "count_insns")]
     pub profile: bool,
-    /// Count the guest kernel's instructions in each fio run with a
-    /// QEMU TCG plugin (qemu/plugins/insn_count.c, built with clang):
-    /// instructions per request by scheduler in the report, and each
-    /// run's costliest functions in runs/<id>.insns.txt. Unlike IOPS,
-    /// the counts do not move with the host's load. TCG only; slows the
-    /// guest, so compare such runs only with each other
-    #[arg(long, conflicts_with = "profile")]
-    pub count_insns: bool,
 }
 
 /// The two sides of `cargo xtask compare`.
@@ -175,33 +182,9 @@ pub struct Compare {
     /// percent
     #[arg(long, value_name = "PCT")]
     pub fail_if_worse: Option<f64>,
-    /// The short version of the suite
-    #[arg(long)]
-    pub quick: bool,
-    /// Suite name (a file in configs/suites; a fio suite)
-    #[arg(long, default_value = "fio-basic")]
-    pub suite: String,
-    /// Repeats per boot, overriding the suite
-    #[arg(long)]
-    pub repeats: Option<u32>,
-    /// Seconds per fio run, overriding the suite
-    #[arg(long)]
-    pub runtime: Option<u32>,
-    /// Comma-separated schedulers [default: each side's built-ins and
-    /// modules; compared where both sides ran them]
-    #[arg(long, value_delimiter = ',')]
-    pub schedulers: Option<Vec<String>>,
-    /// Comma-separated devices (names in configs/devices/guest.toml)
-    #[arg(long, value_delimiter = ',')]
-    pub devices: Option<Vec<String>>,
-    /// Comma-separated workloads of the suite [default: all]
-    #[arg(long, value_delimiter = ',')]
-    pub workloads: Option<Vec<String>>,
-    /// Count the guest kernel's instructions per request (TCG), as
-    /// `qemu-bench --count-insns`: a metric that does not move with the
-    /// host's load
-    #[arg(long)]
-    pub count_insns: bool,
+    /// The suite each boot runs (a fio suite), and which part
+    #[command(flatten)]
+    pub s: SuiteArgs,
     /// Results folder [default: results/<date>-compare[-quick]]
     #[arg(long)]
     pub out: Option<PathBuf>,

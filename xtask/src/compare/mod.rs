@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 /// `cargo xtask compare`.
 pub fn run(o: &Compare) -> Result<()> {
     let root = util::repo_root();
-    let suite = Suite::load(&root, &o.suite)?;
+    let suite = Suite::load(&root, &o.s.suite)?;
     if suite.kind != crate::suite::fio::Fio::NAME {
         bail!(
             "suite {} is a {} suite; compare reads fio suites' results (e.g. fio-basic)",
@@ -41,7 +41,7 @@ pub fn run(o: &Compare) -> Result<()> {
     }
     // Names checked before anything is built.
     let known = crate::devices::load(&root)?;
-    for d in o.devices.iter().flatten() {
+    for d in o.s.devices.iter().flatten() {
         if !known.contains_key(d) {
             bail!(
                 "unknown device {d:?}; known: {}",
@@ -55,7 +55,7 @@ pub fn run(o: &Compare) -> Result<()> {
         root.join("results").join(format!(
             "{}-compare{}",
             crate::guest::now("+%Y-%m-%dT%H%M"),
-            if o.quick { "-quick" } else { "" }
+            if o.s.quick { "-quick" } else { "" }
         ))
     });
     fs::create_dir_all(out.join("boots")).with_context(|| format!("creating {}", out.display()))?;
@@ -70,7 +70,7 @@ pub fn run(o: &Compare) -> Result<()> {
     let rows = merged.compare(level);
     let cmp = page::Comparison {
         suite: suite.name.clone(),
-        quick: o.quick,
+        quick: o.s.quick,
         level,
         boots: boots
             .iter()
@@ -158,24 +158,24 @@ fn rel(out: &Path, dir: &Path) -> String {
 impl Side {
     /// The suite flags both sides' `qemu-bench` get.
     fn suite_args(o: &Compare) -> Vec<String> {
-        let mut a = vec!["--suite".to_string(), o.suite.clone()];
+        let mut a = vec!["--suite".to_string(), o.s.suite.clone()];
         let list = |flag: &str, v: &Option<Vec<String>>, a: &mut Vec<String>| {
             if let Some(v) = v {
                 a.extend([flag.to_string(), v.join(",")]);
             }
         };
-        list("--schedulers", &o.schedulers, &mut a);
-        list("--devices", &o.devices, &mut a);
-        list("--workloads", &o.workloads, &mut a);
-        for (flag, v) in [("--repeats", o.repeats), ("--runtime", o.runtime)] {
+        list("--schedulers", &o.s.schedulers, &mut a);
+        list("--devices", &o.s.devices, &mut a);
+        list("--workloads", &o.s.workloads, &mut a);
+        for (flag, v) in [("--repeats", o.s.repeats), ("--runtime", o.s.runtime)] {
             if let Some(v) = v {
                 a.extend([flag.to_string(), v.to_string()]);
             }
         }
-        if o.quick {
+        if o.s.quick {
             a.push("--quick".into());
         }
-        if o.count_insns {
+        if o.s.count_insns {
             a.push("--count-insns".into());
         }
         a.extend([

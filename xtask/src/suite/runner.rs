@@ -18,11 +18,15 @@ impl QemuBench {
     /// The suite's timing (full or quick), with `--repeats` and
     /// `--runtime` applied.
     fn timing(&self, suite: &Suite) -> Timing {
-        let mut timing = if self.quick { suite.quick } else { suite.full };
-        if let Some(r) = self.repeats {
+        let mut timing = if self.s.quick {
+            suite.quick
+        } else {
+            suite.full
+        };
+        if let Some(r) = self.s.repeats {
             timing.repeats = r.max(1);
         }
-        if let Some(r) = self.runtime {
+        if let Some(r) = self.s.runtime {
             timing.runtime_s = r.max(1);
         }
         timing
@@ -31,6 +35,7 @@ impl QemuBench {
     /// `--devices`, or the suite's; each must be a known guest device.
     fn devices(&self, suite: &Suite, all: &BTreeMap<String, Device>) -> Result<Vec<String>> {
         let devices = self
+            .s
             .devices
             .clone()
             .unwrap_or_else(|| suite.devices.clone());
@@ -47,7 +52,8 @@ impl QemuBench {
 
     /// `--schedulers`, or the built-in ones and every elevator module built.
     fn schedulers(&self, p: &Prepared) -> Vec<String> {
-        self.schedulers
+        self.s
+            .schedulers
             .clone()
             .unwrap_or_else(|| p.all_schedulers())
     }
@@ -61,7 +67,7 @@ impl QemuBench {
                 guest::now("+%Y-%m-%dT%H%M"),
                 p.kernel.release,
                 tag.map(|t| format!("-{t}")).unwrap_or_default(),
-                if self.quick { "-quick" } else { "" }
+                if self.s.quick { "-quick" } else { "" }
             )),
         }
     }
@@ -144,7 +150,7 @@ pub fn run<K: Kind>(o: &QemuBench, suite: &Suite) -> Result<()> {
         schema: K::SCHEMA.into(),
         suite: suite.name.clone(),
         suite_description: suite.description.clone(),
-        quick: o.quick,
+        quick: o.s.quick,
         started,
         finished,
         kernel_release: p.kernel.release.clone(),

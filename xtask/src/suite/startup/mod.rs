@@ -109,14 +109,14 @@ impl Kind for Startup {
     type Results = StartupResults;
 
     fn new(suite: &Suite, o: &QemuBench) -> Result<Self> {
-        if o.profile || o.count_insns {
+        if o.profile || o.s.count_insns {
             bail!(
                 "--profile and --count-insns measure fio runs; suite {} is a start-up suite",
                 suite.name
             );
         }
         let mut spec = spec_of(suite)?;
-        if let Some(only) = &o.workloads {
+        if let Some(only) = &o.s.workloads {
             spec.app = only_apps(&spec, only)
                 .with_context(|| format!("--workloads of suite {}", suite.name))?;
         }
