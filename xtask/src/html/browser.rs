@@ -13,11 +13,12 @@ use std::process::Command;
 const HEAD_CHECK: &str = "<script>window.__errors=[];addEventListener('error',\
 e=>__errors.push(String(e.message||(e.target&&e.target.outerHTML))),true);</script>";
 
-/// After the page: how many SVGs, how many drew shapes with an extent,
-/// and the errors, as the body's `data-check`.
-const TAIL_CHECK: &str = "<script>(()=>{const s=[...document.querySelectorAll('svg')];\
+/// Once the page and what it loads are in (the load event): how many
+/// SVGs, how many drew shapes with an extent, and the errors, as the
+/// body's `data-check`.
+const TAIL_CHECK: &str = "<script>addEventListener('load',()=>{const s=[...document.querySelectorAll('svg')];\
 const drawn=s.filter(g=>{const b=g.getBBox();return g.querySelectorAll('rect,path,circle,polyline,line').length>1&&b.width>0&&b.height>0;}).length;\
-document.body.setAttribute('data-check',JSON.stringify({svgs:s.length,drawn:drawn,errors:window.__errors}));})();</script>";
+document.body.setAttribute('data-check',JSON.stringify({svgs:s.length,drawn:drawn,errors:window.__errors}));});</script>";
 
 /// Chromium, or why the test cannot run.
 fn chromium() -> Result<PathBuf, String> {
