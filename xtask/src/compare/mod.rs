@@ -89,6 +89,18 @@ pub fn run(o: &Compare) -> Result<()> {
         out.join("compare.html").display()
     ));
     if let Some(pct) = o.fail_if_worse {
+        let unjudged = cmp
+            .rows
+            .iter()
+            .filter(|r| r.cmp.verdict == stats::Verdict::TooFewSamples)
+            .count();
+        if unjudged > 0 {
+            note(&format!(
+                "warning: {unjudged} metric(s) had too few samples for the {} % level: \
+                 --fail-if-worse cannot judge them (more --repeats or --boots)",
+                o.level
+            ));
+        }
         let worse = cmp.worse_than(pct);
         if !worse.is_empty() {
             bail!(
