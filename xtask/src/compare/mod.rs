@@ -88,6 +88,12 @@ pub fn run(o: &Compare) -> Result<()> {
         out.join("compare.md").display(),
         out.join("compare.html").display()
     ));
+    gate(o, &cmp)
+}
+
+/// `--fail-if-worse`: an error naming each metric significantly worse by
+/// more than the percentage.
+fn gate(o: &Compare, cmp: &page::Comparison) -> Result<()> {
     if let Some(pct) = o.fail_if_worse {
         let unjudged = cmp
             .rows
