@@ -175,7 +175,7 @@ fn rel(out: &Path, dir: &Path) -> String {
 
 impl Side {
     /// The suite flags both sides' `qemu-bench` get.
-    fn suite_args(o: &Compare) -> Vec<String> {
+    pub(super) fn suite_args(o: &Compare) -> Vec<String> {
         let mut a = vec!["--suite".to_string(), o.s.suite.clone()];
         let list = |flag: &str, v: &Option<Vec<String>>, a: &mut Vec<String>| {
             if let Some(v) = v {
@@ -205,5 +205,89 @@ impl Side {
             o.g.memory.to_string(),
         ]);
         a
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::flags::{Cli, Cmd};
+    use clap::Parser;
+
+    /// The `qemu-bench` and `modules` command lines compare gives each side
+    /// are ones those commands accept, with the suite flags carried over.
+    #[test]
+    fn each_boot_gets_the_suite_flags_qemu_bench_accepts() {
+        let Cmd::Compare(o) = Cli::try_parse_from([
+            "xtask",
+            "compare",
+            "--ref",
+            "a",
+            "--ref",
+            "b",
+            "--quick",
+            "--devices",
+            "nullb",
+            "--schedulers",
+            "none,rust-deadline",
+            "--workloads",
+            "randread",
+            "--repeats",
+            "3",
+            "--runtime",
+            "4",
+            "--count-insns",
+            "--accel",
+            "tcg",
+            "--cpus",
+            "2",
+            "-j",
+            "2",
+        ])
+        .unwrap()
+        .cmd
+        else {
+            panic!("not compare");
+        };
+        let side = super::Side {
+            label: "candidate",
+            what: String::new(),
+            root: "/elsewhere".into(),
+            kernel_src: Some("/src/linux".into()),
+        };
+        let cache = std::path::Path::new("/cache");
+        for sub in ["modules", "qemu-bench"] {
+            let mut c = side.command(&o, cache, sub).unwrap();
+            if sub == "qemu-bench" {
+                c.args(super::Side::suite_args(&o)).args(["--out", "/out"]);
+            }
+            assert_eq!(c.get_program(), "cargo");
+            let args: Vec<String> = c
+                .get_args()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            assert_eq!(args[0], "xtask");
+            let parsed = Cli::try_parse_from(&args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+            match parsed.cmd {
+                Cmd::QemuBench(q) => {
+                    assert!(q.s.quick && q.s.count_insns);
+                    assert_eq!(q.s.devices, Some(vec!["nullb".to_string()]));
+                    assert_eq!(
+                        q.s.schedulers,
+                        Some(vec!["none".to_string(), "rust-deadline".to_string()])
+                    );
+                    assert_eq!((q.s.repeats, q.s.runtime), (Some(3), Some(4)));
+                    assert_eq!(q.g.accel, "tcg");
+                    assert_eq!(q.k.kernel_src, Some("/src/linux".into()));
+                    assert_eq!(q.k.cache_dir, Some("/cache".into()));
+                    assert_eq!(q.k.jobs, Some(2));
+                    assert_eq!(q.out, Some("/out".into()));
+                }
+                Cmd::Modules { k } => {
+                    assert_eq!(k.kernel_src, Some("/src/linux".into()));
+                    assert_eq!(k.cache_dir, Some("/cache".into()));
+                }
+                _ => panic!("{args:?}"),
+            }
+        }
     }
 }

@@ -259,7 +259,7 @@ impl Side {
     /// This side's xtask subcommand `sub`, run in its tree (this very
     /// program for this tree, else `cargo xtask` there), with the cache
     /// and this side's kernel flags.
-    fn command(&self, o: &Compare, cache: &Path, sub: &str) -> Result<Command> {
+    pub(super) fn command(&self, o: &Compare, cache: &Path, sub: &str) -> Result<Command> {
         let mut c = if self.root == util::repo_root() {
             Command::new(std::env::current_exe().context("finding this program")?)
         } else {
