@@ -171,6 +171,10 @@ pub struct Compare {
     /// Parallel make jobs [default: CPUs + 1]
     #[arg(short, long)]
     pub jobs: Option<usize>,
+    /// Build both sides (cached) and stop before booting: on a shared
+    /// machine, build outside the lock the boots need, then run again
+    #[arg(long)]
+    pub build_only: bool,
     /// Boots of each side, alternating (base, candidate, then candidate,
     /// base, ...)
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]

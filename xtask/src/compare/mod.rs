@@ -64,6 +64,10 @@ pub fn run(o: &Compare) -> Result<()> {
         step(&format!("Building the {}: {}", s.label, s.what));
         s.build(o, &cache)?;
     }
+    if o.build_only {
+        note("--build-only: both sides are built; run again without it to boot them");
+        return Ok(());
+    }
     let (boots, failures) = boot_alternately(o, &sides, &cache, &out)?;
     let merged = merge::Merged::read(&boots)?;
     let level = o.level / 100.0;
