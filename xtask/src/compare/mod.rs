@@ -58,8 +58,6 @@ pub fn run(o: &Compare) -> Result<()> {
             if o.s.quick { "-quick" } else { "" }
         ))
     });
-    fs::create_dir_all(out.join("boots")).with_context(|| format!("creating {}", out.display()))?;
-    note(&format!("results: {}", out.display()));
     for s in &sides {
         step(&format!("Building the {}: {}", s.label, s.what));
         s.build(o, &cache)?;
@@ -68,6 +66,8 @@ pub fn run(o: &Compare) -> Result<()> {
         note("--build-only: both sides are built; run again without it to boot them");
         return Ok(());
     }
+    fs::create_dir_all(out.join("boots")).with_context(|| format!("creating {}", out.display()))?;
+    note(&format!("results: {}", out.display()));
     let (boots, failures) = boot_alternately(o, &sides, &cache, &out)?;
     let merged = merge::Merged::read(&boots)?;
     let level = o.level / 100.0;
