@@ -2,8 +2,8 @@
 //! which kernel source it builds, and running its xtask.
 //!
 //! Refs and patched trees are git worktrees in `<cache>/compare/trees`,
-//! one per commit (and patch set), reused from run to run; their xtask
-//! builds into `<cache>/compare/target`. What is rebuilt follows the
+//! one per commit (and patch set), reused from run to run; each builds its
+//! xtask into its own `target/`. What is rebuilt follows the
 //! kernel cache (xtask/src/kernel.rs):
 //! - a side whose kernel additions (modules/linux) and config fragments
 //!   (configs/kernel) are this tree's shares the cached kernel: no kernel
@@ -263,9 +263,12 @@ impl Side {
         let mut c = if self.root == util::repo_root() {
             Command::new(std::env::current_exe().context("finding this program")?)
         } else {
+            // Its own target folder: cargo would take another tree's
+            // xtask for fresh (its fingerprints are relative to the
+            // workspace), and with it that tree's sources.
             let mut c = Command::new("cargo");
             c.arg("xtask")
-                .env("CARGO_TARGET_DIR", cache.join("compare").join("target"));
+                .env("CARGO_TARGET_DIR", self.root.join("target"));
             c
         };
         c.current_dir(&self.root)
