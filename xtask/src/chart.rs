@@ -1,6 +1,11 @@
-//! What the suites' SVG charts share: the document, the title, the colours
-//! and the axis numbers.
+//! The reports' charts, drawn with `plotters` as SVG: what they share
+//! (the colours, the document) and the comparison's interval chart.
 
+use crate::compare::merge::Row;
+use crate::compare::stats::Verdict;
+use anyhow::{anyhow, Result};
+use plotters::coord::Shift;
+use plotters::prelude::*;
 use std::fmt::Write as _;
 
 /// One colour per scheduler, in the suite's scheduler order.
@@ -13,11 +18,135 @@ pub fn color(i: usize) -> &'static str {
     PALETTE[i % PALETTE.len()]
 }
 
+/// The `i`th colour for plotters.
+pub fn rgb(i: usize) -> RGBColor {
+    hex(color(i))
+}
+
+/// `#rrggbb` as a plotters colour.
+pub fn hex(h: &str) -> RGBColor {
+    let c = |i: usize| u8::from_str_radix(h.get(i..i + 2).unwrap_or("00"), 16).unwrap_or(0);
+    RGBColor(c(1), c(3), c(5))
+}
+
+/// An SVG of `width` × `height` on white, drawn by `draw`.
+pub fn svg<F>(width: u32, height: u32, draw: F) -> Result<String>
+where
+    F: FnOnce(&DrawingArea<SVGBackend<'_>, Shift>) -> Result<()>,
+{
+    let mut s = String::new();
+    {
+        let root = SVGBackend::with_string(&mut s, (width, height)).into_drawing_area();
+        root.fill(&WHITE)
+            .map_err(|e| anyhow!("drawing a chart: {e}"))?;
+        draw(&root)?;
+        root.present()
+            .map_err(|e| anyhow!("drawing a chart: {e}"))?;
+    }
+    let mut s = s.trim_end().to_string();
+    s.push('\n');
+    Ok(s)
+}
+
+/// A legend of `names` in the palette's colours, a line each, on `area`.
+pub fn legend(area: &DrawingArea<SVGBackend<'_>, Shift>, names: &[String]) -> Result<()> {
+    for (i, name) in names.iter().enumerate() {
+        let y = 40 + 16 * i as i32;
+        area.draw(&Rectangle::new([(5, y), (15, y + 10)], rgb(i).filled()))?;
+        area.draw(&Text::new(name.as_str(), (20, y), ("sans-serif", 13)))?;
+    }
+    Ok(())
+}
+
+/// The colour of a verdict: green better, red worse, grey otherwise.
+fn verdict_color(v: Verdict) -> RGBColor {
+    match v {
+        Verdict::Better => hex("#2ca02c"),
+        Verdict::Worse => hex("#d62728"),
+        _ => hex("#7f7f7f"),
+    }
+}
+
+/// The comparison's chart for one device: a row per (workload, scheduler,
+/// metric), the ratio candidate/base as a dot and its interval as a bar,
+/// coloured by the verdict, against a line at 1 (no change).
+pub fn intervals_svg(device: &str, rows: &[&Row], level: f64) -> Result<String> {
+    let n = rows.len().max(1) as i32;
+    let (lo, hi) = rows.iter().fold((1.0f64, 1.0f64), |(lo, hi), r| {
+        let fin = |x: f64, d: f64| if x.is_finite() { x } else { d };
+        (
+            lo.min(fin(r.cmp.ratio_lo, lo)),
+            hi.max(fin(r.cmp.ratio_hi, hi)),
+        )
+    });
+    let pad = ((hi - lo) * 0.1).max(0.01);
+    let labels: Vec<String> = rows
+        .iter()
+        .map(|r| format!("{} {} {}", r.workload, r.scheduler, r.metric))
+        .collect();
+    let height = 90 + 18 * n as u32;
+    let title = format!(
+        "{device}: candidate / base, {:.0} % intervals",
+        level * 100.0
+    );
+    svg(820, height, |root| {
+        let mut c = ChartBuilder::on(root)
+            .caption(title, ("sans-serif", 17))
+            .margin(10)
+            .x_label_area_size(35)
+            .y_label_area_size(300)
+            .build_cartesian_2d((lo - pad)..(hi + pad), -1..n)?;
+        // Row i is drawn at n - 1 - i: the first on top.
+        let y = |i: usize| n - 1 - i as i32;
+        c.configure_mesh()
+            .label_style(("sans-serif", 13))
+            .light_line_style(TRANSPARENT)
+            .y_labels(n as usize + 1)
+            .y_label_formatter(&|v| {
+                usize::try_from(n - 1 - *v)
+                    .ok()
+                    .and_then(|i| labels.get(i).cloned())
+                    .unwrap_or_default()
+            })
+            .x_desc("candidate / base (green: better, red: worse, grey: no difference shown)")
+            .draw()?;
+        c.draw_series(std::iter::once(PathElement::new(
+            vec![(1.0, -1), (1.0, n)],
+            BLACK.stroke_width(1),
+        )))?;
+        c.draw_series(rows.iter().enumerate().map(|(i, r)| {
+            PathElement::new(
+                vec![(r.cmp.ratio_lo, y(i)), (r.cmp.ratio_hi, y(i))],
+                verdict_color(r.cmp.verdict).stroke_width(3),
+            )
+        }))?;
+        c.draw_series(rows.iter().enumerate().map(|(i, r)| {
+            Circle::new(
+                (r.cmp.ratio, y(i)),
+                4,
+                verdict_color(r.cmp.verdict).filled(),
+            )
+        }))?;
+        Ok(())
+    })
+}
+
 /// Text escaped for SVG.
 pub fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
+}
+
+/// The smallest of 1, 2, 5 × 10^k at or above `x`.
+pub fn nice_ceiling(x: f64) -> f64 {
+    let p = 10f64.powf(x.log10().floor());
+    for m in [1.0, 2.0, 5.0, 10.0] {
+        if m * p >= x * (1.0 - 1e-12) {
+            return m * p;
+        }
+    }
+    10.0 * p
 }
 
 /// An SVG document of `width` × `height` on white, with `title` (escaped
@@ -41,17 +170,6 @@ pub fn end(mut s: String) -> String {
     s
 }
 
-/// The smallest of 1, 2, 5 × 10^k at or above `x`.
-pub fn nice_ceiling(x: f64) -> f64 {
-    let p = 10f64.powf(x.log10().floor());
-    for m in [1.0, 2.0, 5.0, 10.0] {
-        if m * p >= x * (1.0 - 1e-12) {
-            return m * p;
-        }
-    }
-    10.0 * p
-}
-
 /// An axis number: two decimals at most, no trailing zeros.
 pub fn trim_num(v: f64) -> String {
     let s = format!("{v:.2}");
@@ -71,12 +189,18 @@ mod tests {
     }
 
     #[test]
-    fn documents_open_and_close() {
-        let s = end(start(100.0, 50.0, 10.0, &esc("a<b")));
-        assert!(s.starts_with("<svg") && s.ends_with("</svg>\n"));
-        assert!(s.contains(">a&lt;b</text>"));
-        assert_eq!(trim_num(2.50), "2.5");
-        assert_eq!(trim_num(3.0), "3");
+    fn documents_are_svg_on_white_and_text_is_escaped() {
+        use plotters::prelude::*;
+        let s = svg(100, 50, |root| {
+            root.draw(&Text::new("a<b&c", (5, 5), ("sans-serif", 13)))?;
+            Ok(())
+        })
+        .unwrap();
+        assert!(s.starts_with("<svg") && s.ends_with("</svg>\n"), "{s}");
+        assert!(s.contains("fill=\"#FFFFFF\""), "{s}");
+        assert!(s.contains("a&lt;b&amp;c") && !s.contains("a<b"), "{s}");
+        assert_eq!(esc("a<b"), "a&lt;b");
         assert_eq!(color(9), PALETTE[1]);
+        assert_eq!(hex("#1f77b4"), RGBColor(0x1f, 0x77, 0xb4));
     }
 }

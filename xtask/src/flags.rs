@@ -33,6 +33,10 @@ pub enum Cmd {
     /// with the schedulers it offers (as root); read-only workloads unless
     /// --destructive
     HostBench(HostBench),
+    /// Compare two kernels or module sets: build both, boot them
+    /// alternately running one suite each boot, and report per metric the
+    /// ratio candidate/base with a confidence interval and a verdict
+    Compare(Compare),
     /// Run the tests: cargo test over the workspace, then the in-guest KTAP suite
     Test(Test),
     /// Boot a guest with the emulated disks (configs/devices/guest.toml's
@@ -87,12 +91,9 @@ pub struct GuestArgs {
     pub memory: u32,
 }
 
-#[derive(Args)]
-pub struct QemuBench {
-    #[command(flatten)]
-    pub k: KernelArgs,
-    #[command(flatten)]
-    pub g: GuestArgs,
+/// What suite and which part of it: `qemu-bench`'s and `compare`'s.
+#[derive(Args, Clone)]
+pub struct SuiteArgs {
     /// The short version of the suite
     #[arg(long)]
     pub quick: bool,
@@ -116,6 +117,24 @@ pub struct QemuBench {
     /// Comma-separated workloads of the suite (a start-up suite: its applications) [default: all]
     #[arg(long, value_delimiter = ',')]
     pub workloads: Option<Vec<String>>,
+    /// Count the guest kernel's instructions in each fio run with a
+    /// QEMU TCG plugin (qemu/plugins/insn_count.c, built with clang):
+    /// instructions per request by scheduler in the report, and each
+    /// run's costliest functions in runs/<id>.insns.txt. Unlike IOPS,
+    /// the counts do not move with the host's load. TCG only; slows the
+    /// guest, so compare such runs only with each other
+    #[arg(long)]
+    pub count_insns: bool,
+}
+
+#[derive(Args)]
+pub struct QemuBench {
+    #[command(flatten)]
+    pub k: KernelArgs,
+    #[command(flatten)]
+    pub g: GuestArgs,
+    #[command(flatten)]
+    pub s: SuiteArgs,
     /// Results folder [default: results/<date>-<kernel>[-quick]]
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -123,16 +142,62 @@ pub struct QemuBench {
     /// call graphs) into runs/<id>.perf.txt; needs the host's perf
     /// (Debian: linux-perf). Profiling costs throughput: compare
     /// profiled runs only with each other.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "count_insns")]
     pub profile: bool,
-    /// Count the guest kernel's instructions in each fio run with a
-    /// QEMU TCG plugin (qemu/plugins/insn_count.c, built with clang):
-    /// instructions per request by scheduler in the report, and each
-    /// run's costliest functions in runs/<id>.insns.txt. Unlike IOPS,
-    /// the counts do not move with the host's load. TCG only; slows the
-    /// guest, so compare such runs only with each other
-    #[arg(long, conflicts_with = "profile")]
-    pub count_insns: bool,
+}
+
+/// The two sides of `cargo xtask compare`.
+#[derive(Args, Clone, Debug)]
+#[group(required = true, multiple = false)]
+pub struct Sides {
+    /// The candidate is this tree's HEAD with these patches on top: a patch
+    /// to this repository (e.g. modules/kernel) is applied to its files; a
+    /// patch to the kernel (e.g. block/mq-deadline.c) joins the series in
+    /// modules/linux/patches. The base is HEAD as it is
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub patch: Vec<PathBuf>,
+    /// Two kernel source trees, base then candidate (see `kernel --kernel-src`)
+    #[arg(long = "kernel-src", value_name = "DIR", num_args = 1)]
+    pub kernel_src: Vec<PathBuf>,
+    /// Two git refs of this repository, base then candidate; each is
+    /// checked out into the cache with `git worktree add`
+    #[arg(long = "ref", value_name = "REF", num_args = 1)]
+    pub git_ref: Vec<String>,
+}
+
+#[derive(Args)]
+pub struct Compare {
+    #[command(flatten)]
+    pub sides: Sides,
+    #[command(flatten)]
+    pub g: GuestArgs,
+    /// Cache folder [default: $IRONLIFT_CACHE, else ~/.cache/ironlift]
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Parallel make jobs [default: CPUs + 1]
+    #[arg(short, long)]
+    pub jobs: Option<usize>,
+    /// Build both sides (cached) and stop before booting: on a shared
+    /// machine, build outside the lock the boots need, then run again
+    #[arg(long)]
+    pub build_only: bool,
+    /// Boots of each side, alternating (base, candidate, then candidate,
+    /// base, ...)
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
+    pub boots: u32,
+    /// Confidence level in percent for the intervals and verdicts
+    #[arg(long, default_value_t = 95.0)]
+    pub level: f64,
+    /// Exit non-zero when a metric is significantly worse by more than PCT
+    /// percent
+    #[arg(long, value_name = "PCT")]
+    pub fail_if_worse: Option<f64>,
+    /// The suite each boot runs (a fio suite), and which part
+    #[command(flatten)]
+    pub s: SuiteArgs,
+    /// Results folder [default: results/<date>-compare[-quick]]
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Args)]

@@ -179,7 +179,7 @@ fn unpack_debian(tarball: &Path, dir: &Path) -> Result<()> {
 
 /// Makes the source tree `src` equal to pristine + additions, touching only
 /// files whose content changes.
-fn sync_additions(src: &Path, add: &Additions) -> Result<()> {
+pub fn sync_additions(src: &Path, add: &Additions) -> Result<()> {
     let index = src.join(".git").join("ironlift-index");
     let _ = fs::remove_file(&index);
     let with_index = |c: &mut Command| {
@@ -297,7 +297,13 @@ fn debian_source(cache: &Path) -> Result<(PathBuf, PathBuf, String)> {
 /// The pristine Debian tree (a git repo with the `pristine` tag), for
 /// building the patch series; nothing is built.
 pub fn pristine_source(_tc: &Toolchain, opts: &KernelOpts) -> Result<PathBuf> {
-    Ok(debian_source(&opts.cache)?.1)
+    debian_source_dir(&opts.cache)
+}
+
+/// Debian's source in the cache (a git repo with the `pristine` tag),
+/// unpacked on first use.
+pub fn debian_source_dir(cache: &Path) -> Result<PathBuf> {
+    Ok(debian_source(cache)?.1)
 }
 
 // Long: one build's steps in order (source, key, lock, sync, config,

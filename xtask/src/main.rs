@@ -9,11 +9,13 @@ mod blkserve;
 mod calibrate;
 mod chart;
 mod clippy;
+mod compare;
 mod deps;
 mod devices;
 mod fairness;
 mod flags;
 mod guest;
+mod html;
 mod insns;
 mod kcidb;
 mod kernel;
@@ -41,6 +43,7 @@ fn main() {
         Cmd::Modules { k } => modules(&k),
         Cmd::QemuBench(o) => suite::qemu_bench(&o),
         Cmd::HostBench(o) => suite::host::host_bench(&o),
+        Cmd::Compare(c) => compare::run(&c),
         Cmd::Test(t) => test::run(&t),
         Cmd::Devices(d) => calibrate::run(&d),
         Cmd::Patches(p) => patches::cmd(&p),

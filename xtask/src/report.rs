@@ -1,4 +1,4 @@
-//! report.md: what every suite's report has (the header table, the failed
+//! report.md and report.html: what every suite's report has (the header table, the failed
 //! runs, a chart per device, the tables, where the raw data is), filled in
 //! with the suite's own rows, text, charts and tables.
 
@@ -32,7 +32,8 @@ pub struct Page<'a> {
 }
 
 impl Page<'_> {
-    /// Writes report.md and the charts into `dir`.
+    /// Writes report.md, the charts and report.html (the same page, the
+    /// charts inline) into `dir`.
     pub fn write(&self, dir: &Path) -> Result<()> {
         let h = self.header;
         let mut md = String::new();
@@ -86,8 +87,9 @@ impl Page<'_> {
             "\nRaw data: `results.json` (schema `{}`, see docs/results-schema.md); {}",
             h.schema, self.raw_runs
         );
-        fs::write(dir.join("report.md"), md)?;
-        Ok(())
+        fs::write(dir.join("report.md"), &md)?;
+        let title = format!("ironlift benchmark: {}", h.suite);
+        crate::html::write(&dir.join("report.html"), &title, &md, &self.charts)
     }
 }
 

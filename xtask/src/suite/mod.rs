@@ -40,7 +40,7 @@ const KINDS: &[&str] = &[
 
 /// `cargo xtask qemu-bench`.
 pub fn qemu_bench(o: &QemuBench) -> Result<()> {
-    let suite = Suite::load(&util::repo_root(), &o.suite)?;
+    let suite = Suite::load(&util::repo_root(), &o.s.suite)?;
     match suite.kind.as_str() {
         fio::Fio::NAME => runner::run::<fio::Fio>(o, &suite),
         startup::Startup::NAME => runner::run::<startup::Startup>(o, &suite),

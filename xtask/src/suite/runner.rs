@@ -19,16 +19,17 @@ impl QemuBench {
     /// The suite's timing (full or quick), with `--repeats` and
     /// `--runtime` applied.
     fn timing(&self, suite: &Suite) -> Timing {
-        timing(suite, self.quick, self.repeats, self.runtime)
+        timing(suite, self.s.quick, self.s.repeats, self.s.runtime)
     }
 
     /// `--devices`, or the suite's (its `quick_devices` under `--quick`);
     /// each must be a known guest device.
     fn devices(&self, suite: &Suite, all: &BTreeMap<String, Device>) -> Result<Vec<String>> {
         let devices =
-            self.devices
+            self.s
+                .devices
                 .clone()
-                .unwrap_or_else(|| match (&suite.quick_devices, self.quick) {
+                .unwrap_or_else(|| match (&suite.quick_devices, self.s.quick) {
                     (Some(q), true) => q.clone(),
                     _ => suite.devices.clone(),
                 });
@@ -46,7 +47,7 @@ impl QemuBench {
     /// `--schedulers`, or the built-in ones, every elevator module built
     /// and the suite's variants.
     fn schedulers(&self, p: &Prepared, suite: &Suite) -> Vec<String> {
-        self.schedulers.clone().unwrap_or_else(|| {
+        self.s.schedulers.clone().unwrap_or_else(|| {
             let mut all = p.all_schedulers();
             all.extend(suite.variants.iter().cloned());
             all
@@ -62,7 +63,7 @@ impl QemuBench {
                 guest::now("+%Y-%m-%dT%H%M"),
                 p.kernel.release,
                 tag.map(|t| format!("-{t}")).unwrap_or_default(),
-                if self.quick { "-quick" } else { "" }
+                if self.s.quick { "-quick" } else { "" }
             )),
         }
     }
@@ -91,7 +92,7 @@ pub fn run<K: Kind>(o: &QemuBench, suite: &Suite) -> Result<()> {
     let mut kind = K::new(suite, o)?;
     let timing = o.timing(suite);
     let devices = o.devices(suite, &all_devices)?;
-    if let Some(s) = &o.schedulers {
+    if let Some(s) = &o.s.schedulers {
         sched::check_all(s).context("--schedulers")?;
     }
     let p = guest::prepare(&o.k, &o.g)?;
@@ -151,7 +152,7 @@ pub fn run<K: Kind>(o: &QemuBench, suite: &Suite) -> Result<()> {
         schema: K::SCHEMA.into(),
         suite: suite.name.clone(),
         suite_description: suite.description.clone(),
-        quick: o.quick,
+        quick: o.s.quick,
         started,
         finished,
         kernel_release: p.kernel.release.clone(),

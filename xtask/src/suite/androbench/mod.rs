@@ -92,7 +92,7 @@ impl Kind for Androbench {
     type Results = AndrobenchResults;
 
     fn new(suite: &Suite, o: &QemuBench) -> Result<Self> {
-        if o.profile || o.count_insns || o.workloads.is_some() {
+        if o.profile || o.s.count_insns || o.s.workloads.is_some() {
             bail!(
                 "--profile, --count-insns and --workloads are for fio suites; {} is an androbench suite",
                 suite.name
@@ -117,7 +117,7 @@ impl Kind for Androbench {
         }
         Ok(Androbench {
             spec,
-            quick: o.quick,
+            quick: o.s.quick,
         })
     }
 

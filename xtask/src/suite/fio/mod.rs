@@ -138,7 +138,7 @@ impl Kind for Fio {
     type Results = Results;
 
     fn new(suite: &Suite, o: &QemuBench) -> Result<Self> {
-        let workloads = Fio::workloads(suite, o.workloads.as_deref())?;
+        let workloads = Fio::workloads(suite, o.s.workloads.as_deref())?;
         if o.profile && !Path::new(PERF).exists() {
             bail!(
                 "--profile needs {PERF}, which the guest runs from the host's root: \
@@ -148,7 +148,7 @@ impl Kind for Fio {
         Ok(Fio {
             workloads,
             profile: o.profile,
-            count_insns: o.count_insns,
+            count_insns: o.s.count_insns,
             plugin: None,
             symbols: None,
         })

@@ -1,10 +1,11 @@
 //! The fio suites' report: the tables, a chart per device, report.md.
 
 use super::results::{Results, Summary};
-use crate::chart::{self, esc};
+use crate::chart;
 use crate::report::{self, num, Page};
 use anyhow::Result;
-use std::fmt::Write as _;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::path::Path;
 
 fn kiops(x: f64) -> String {
@@ -116,108 +117,75 @@ fn insns_markdown(res: &Results) -> String {
     s
 }
 
-// Long: an SVG drawn top to bottom (axes, groups, bars, whiskers,
-// legend); the coordinates it shares would otherwise travel as arguments.
 /// A grouped bar chart of IOPS relative to `none` for one device: a group
 /// per workload, a bar per scheduler, whiskers at ± one standard deviation.
-pub fn ratio_chart_svg(device: &str, rows: &[&Summary], schedulers: &[String]) -> String {
+pub fn ratio_chart_svg(device: &str, rows: &[&Summary], schedulers: &[String]) -> Result<String> {
     let workloads: Vec<&str> = report::distinct(rows.iter().map(|r| r.workload.as_str()));
-    let bar_w = 18.0;
-    let gap = 24.0;
-    let group_w = bar_w * schedulers.len() as f64 + gap;
-    let left = 50.0;
-    let top = 40.0;
-    let plot_h = 220.0;
-    let width = left + group_w * workloads.len() as f64 + 170.0;
-    let height = top + plot_h + 50.0;
+    let nw = workloads.len().max(1);
     let max_ratio = rows
         .iter()
         .filter_map(|r| Some(r.ratio_to_none? + r.ratio_sd.unwrap_or(0.0)))
         .fold(1.2f64, f64::max)
         .min(5.0);
-    let y = |v: f64| top + plot_h - (v / max_ratio) * plot_h;
-    let mut s = chart::start(
-        width,
-        height,
-        left,
-        &format!(
-            "{}: IOPS relative to none (mean ± sd over repeats)",
-            esc(device)
-        ),
-    );
-    // Grid.
-    let mut g = 0.0;
-    while g <= max_ratio + 1e-9 {
-        let yy = y(g);
-        let stroke = if (g - 1.0).abs() < 1e-9 {
-            "#000"
-        } else {
-            "#ddd"
-        };
-        let _ = write!(
-            s,
-            r#"<line x1="{left}" x2="{:.1}" y1="{yy:.1}" y2="{yy:.1}" stroke="{stroke}"/><text x="{:.1}" y="{:.1}" text-anchor="end">{g:.1}</text>"#,
-            left + group_w * workloads.len() as f64,
-            left - 4.0,
-            yy + 4.0
-        );
-        g += if max_ratio > 2.5 { 0.5 } else { 0.2 };
-    }
-    for (wi, w) in workloads.iter().enumerate() {
-        let gx = left + wi as f64 * group_w + gap / 2.0;
+    let width = 80 + (18 * schedulers.len() as u32 + 24) * nw as u32 + 170;
+    let bar = 0.85 / schedulers.len().max(1) as f64;
+    let title = format!("{device}: IOPS relative to none (mean ± sd over repeats)");
+    chart::svg(width, 320, |root| {
+        let (plot, legend) = root.split_horizontally(width - 160);
+        let mut c = ChartBuilder::on(&plot)
+            .caption(title, ("sans-serif", 17))
+            .margin(10)
+            .x_label_area_size(25)
+            .y_label_area_size(40)
+            .build_cartesian_2d(0.0..nw as f64, 0.0..max_ratio)?;
+        c.configure_mesh()
+            .label_style(("sans-serif", 13))
+            .light_line_style(TRANSPARENT)
+            .disable_x_mesh()
+            .x_labels(0)
+            .y_label_formatter(&|y| format!("{y:.1}"))
+            .draw()?;
+        // The workloads under their groups.
+        let under = ("sans-serif", 13)
+            .into_font()
+            .into_text_style(root)
+            .pos(Pos::new(HPos::Center, VPos::Top));
+        for (wi, w) in workloads.iter().enumerate() {
+            let (x, y) = c.backend_coord(&(wi as f64 + 0.5, 0.0));
+            root.draw(&Text::new(w.to_string(), (x, y + 6), under.clone()))?;
+        }
+        c.draw_series(std::iter::once(PathElement::new(
+            vec![(0.0, 1.0), (nw as f64, 1.0)],
+            BLACK,
+        )))?;
         for (si, sched) in schedulers.iter().enumerate() {
-            let Some(r) = rows
-                .iter()
-                .find(|r| r.workload == *w && &r.scheduler == sched)
-            else {
-                continue;
-            };
-            let Some(ratio) = r.ratio_to_none else {
-                continue;
-            };
-            let x = gx + si as f64 * bar_w;
-            let color = chart::color(si);
-            let _ = write!(
-                s,
-                r#"<rect x="{x:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{color}"><title>{} {}: {ratio:.2}</title></rect>"#,
-                y(ratio.min(max_ratio)),
-                bar_w - 2.0,
-                (y(0.0) - y(ratio.min(max_ratio))).max(0.0),
-                esc(sched),
-                esc(w)
-            );
-            if let Some(sd) = r.ratio_sd {
-                let cx = x + (bar_w - 2.0) / 2.0;
-                let _ = write!(
-                    s,
-                    r##"<line x1="{cx:.1}" x2="{cx:.1}" y1="{:.1}" y2="{:.1}" stroke="#000"/>"##,
-                    y((ratio - sd).max(0.0)),
-                    y((ratio + sd).min(max_ratio))
-                );
+            let color = chart::rgb(si);
+            let bars = workloads.iter().enumerate().filter_map(|(wi, w)| {
+                let r = rows
+                    .iter()
+                    .find(|r| r.workload == *w && &r.scheduler == sched)?;
+                let x = wi as f64 + 0.075 + si as f64 * bar;
+                Some((x, r.ratio_to_none?, r.ratio_sd))
+            });
+            for (x, ratio, sd) in bars {
+                c.draw_series(std::iter::once(Rectangle::new(
+                    [(x, 0.0), (x + bar * 0.9, ratio.min(max_ratio))],
+                    color.filled(),
+                )))?;
+                if let Some(sd) = sd {
+                    let cx = x + bar * 0.45;
+                    c.draw_series(std::iter::once(PathElement::new(
+                        vec![
+                            (cx, (ratio - sd).max(0.0)),
+                            (cx, (ratio + sd).min(max_ratio)),
+                        ],
+                        BLACK,
+                    )))?;
+                }
             }
         }
-        let _ = write!(
-            s,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-            gx + bar_w * schedulers.len() as f64 / 2.0,
-            top + plot_h + 16.0,
-            esc(w)
-        );
-    }
-    let lx = left + group_w * workloads.len() as f64 + 15.0;
-    for (si, sched) in schedulers.iter().enumerate() {
-        let ly = top + 10.0 + si as f64 * 16.0;
-        let _ = write!(
-            s,
-            r#"<rect x="{lx:.1}" y="{:.1}" width="10" height="10" fill="{}"/><text x="{:.1}" y="{:.1}">{}</text>"#,
-            ly - 9.0,
-            chart::color(si),
-            lx + 14.0,
-            ly,
-            esc(sched)
-        );
-    }
-    chart::end(s)
+        chart::legend(&legend, schedulers)
+    })
 }
 
 /// Writes report.md and one chart per device into `dir`.
@@ -227,13 +195,13 @@ pub fn write(dir: &Path, res: &Results) -> Result<()> {
         .into_iter()
         .map(|d| {
             let rows: Vec<&Summary> = res.summary.iter().filter(|s| s.device == d).collect();
-            (
+            Ok((
                 d.to_string(),
                 format!("chart-{d}.svg"),
-                ratio_chart_svg(d, &rows, &res.schedulers),
-            )
+                ratio_chart_svg(d, &rows, &res.schedulers)?,
+            ))
         })
-        .collect();
+        .collect::<Result<_>>()?;
     Page {
         header: h,
         schedulers: &res.schedulers,

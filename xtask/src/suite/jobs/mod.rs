@@ -97,7 +97,7 @@ impl Kind for Jobs {
     type Results = JobsResults;
 
     fn new(suite: &Suite, o: &QemuBench) -> Result<Self> {
-        if o.profile || o.count_insns || o.workloads.is_some() {
+        if o.profile || o.s.count_insns || o.s.workloads.is_some() {
             bail!(
                 "--profile, --count-insns and --workloads are for fio suites; {} is a jobs suite",
                 suite.name
@@ -109,7 +109,7 @@ impl Kind for Jobs {
         spec.check()?;
         Ok(Jobs {
             spec,
-            quick: o.quick,
+            quick: o.s.quick,
         })
     }
 

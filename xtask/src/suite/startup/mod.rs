@@ -138,7 +138,7 @@ impl Kind for Startup {
     type Results = StartupResults;
 
     fn new(suite: &Suite, o: &QemuBench) -> Result<Self> {
-        if o.profile || o.count_insns {
+        if o.profile || o.s.count_insns {
             bail!(
                 "--profile and --count-insns measure fio runs; suite {} is a start-up suite",
                 suite.name
@@ -146,10 +146,10 @@ impl Kind for Startup {
         }
         let mut spec = spec_of(suite)?;
         // --workloads names the cells itself, --quick or not.
-        if let Some(names) = &o.workloads {
+        if let Some(names) = &o.s.workloads {
             spec = only(&spec, names)
                 .with_context(|| format!("--workloads of suite {}", suite.name))?;
-        } else if o.quick {
+        } else if o.s.quick {
             spec = quick(&spec);
         }
         Ok(Startup {
@@ -551,7 +551,7 @@ mod tests {
         assert!(floor_vs_mq_deadline(&no_alone.iter().collect::<Vec<_>>()).is_none());
         let rows: Vec<&StartupSummary> = s.iter().collect();
         let rs: Vec<&StartupRun> = runs.iter().collect();
-        let svg = chart_svg("nullb-slow", &rows, &rs, "4 sequential readers");
+        let svg = chart_svg("nullb-slow", &rows, &rs, "4 sequential readers").unwrap();
         assert!(svg.starts_with("<svg") && svg.ends_with("</svg>\n"));
         assert_eq!(svg.matches("<circle").count(), 8);
     }

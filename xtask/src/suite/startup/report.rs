@@ -3,10 +3,12 @@
 
 use super::results::{StartupResults, StartupRun, StartupSummary};
 use super::spec::StartupSpec;
-use crate::chart::{self, esc};
+use crate::chart;
 use crate::report::{self, num, pm, Page};
 use crate::stats::Ratio;
 use anyhow::Result;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -287,8 +289,8 @@ fn apps_line(sp: &super::spec::StartupSpec) -> String {
         .join("; ")
 }
 
-// Long: an SVG drawn top to bottom (axes, bars, whiskers, dots, labels);
-// the coordinates it shares would otherwise travel as arguments.
+// Long: one chart drawn in order (axes, then per scheduler its label,
+// bar, whisker, dots and mean), the row's coordinates shared by each.
 /// A horizontal bar chart of start-up time per scheduler (mean, whiskers
 /// at ± one standard deviation, each run as a dot).
 pub fn chart_svg(
@@ -296,14 +298,8 @@ pub fn chart_svg(
     rows: &[&StartupSummary],
     runs: &[&StartupRun],
     background: &str,
-) -> String {
-    let left = 110.0;
-    let top = 40.0;
-    let bar_h = 22.0;
-    let gap = 10.0;
-    let plot_w = 460.0;
-    let height = top + rows.len() as f64 * (bar_h + gap) + 40.0;
-    let width = left + plot_w + 140.0;
+) -> Result<String> {
+    let n = rows.len().max(1);
     let max_run = runs
         .iter()
         .filter_map(|r| r.measured.as_ref().map(|m| m.startup_s))
@@ -314,78 +310,65 @@ pub fn chart_svg(
         .filter(|x| x.is_finite())
         .fold(0.0f64, f64::max);
     let max = chart::nice_ceiling(max_run.max(max_bar).max(0.1));
-    let x = |v: f64| left + v / max * plot_w;
-    let mut s = chart::start(
-        width,
-        height,
-        10.0,
-        &format!(
-            "{}: start-up time under {} (s; mean ± sd, dots = runs)",
-            esc(device),
-            esc(background)
-        ),
-    );
-    let bottom = top + rows.len() as f64 * (bar_h + gap);
-    for i in 0..=5 {
-        let v = max * i as f64 / 5.0;
-        let _ = write!(
-            s,
-            r##"<line x1="{xx:.1}" x2="{xx:.1}" y1="{top}" y2="{bottom:.1}" stroke="#ddd"/><text x="{xx:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
-            bottom + 14.0,
-            chart::trim_num(v),
-            xx = x(v)
-        );
-    }
-    for (i, r) in rows.iter().enumerate() {
-        let y = top + i as f64 * (bar_h + gap);
-        let color = chart::color(i);
-        let _ = write!(
-            s,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
-            left - 6.0,
-            y + bar_h / 2.0 + 4.0,
-            esc(&r.scheduler)
-        );
-        if r.startup_mean_s.is_finite() {
-            let _ = write!(
-                s,
-                r#"<rect x="{left}" y="{y:.1}" width="{:.1}" height="{bar_h}" fill="{color}" fill-opacity="0.8"><title>{}: {:.2} s ± {:.2}</title></rect>"#,
-                x(r.startup_mean_s) - left,
-                esc(&r.scheduler),
-                r.startup_mean_s,
-                r.startup_sd_s
-            );
-            let cy = y + bar_h / 2.0;
-            let _ = write!(
-                s,
-                r##"<line x1="{:.1}" x2="{:.1}" y1="{cy:.1}" y2="{cy:.1}" stroke="#000"/>"##,
-                x((r.startup_mean_s - r.startup_sd_s).max(0.0)),
-                x(r.startup_mean_s + r.startup_sd_s)
-            );
-            let _ = write!(
-                s,
-                r#"<text x="{:.1}" y="{:.1}">{:.2} s</text>"#,
-                x(max) + 8.0,
-                cy + 4.0,
-                r.startup_mean_s
-            );
-        }
-        for run in runs.iter().filter(|x| x.run.scheduler == r.scheduler) {
-            if let Some(m) = &run.measured {
-                let _ = write!(
-                    s,
-                    r##"<circle cx="{:.1}" cy="{:.1}" r="2.5" fill="#000"/>"##,
-                    x(m.startup_s),
-                    y + bar_h / 2.0
-                );
+    let height = 80 + 32 * n as u32;
+    let title = format!("{device}: start-up time under {background} (s; mean ± sd, dots = runs)");
+    // A matrix cell's title (device, application, load) is long: smaller
+    // type keeps it inside the chart.
+    let title_size = if title.chars().count() > 70 { 13 } else { 17 };
+    chart::svg(710, height, |root| {
+        let mut c = ChartBuilder::on(root)
+            .caption(title, ("sans-serif", title_size))
+            .margin(10)
+            .margin_right(130)
+            .x_label_area_size(25)
+            .y_label_area_size(100)
+            .build_cartesian_2d(0.0..max, 0.0..n as f64)?;
+        c.configure_mesh()
+            .label_style(("sans-serif", 13))
+            .light_line_style(TRANSPARENT)
+            .disable_y_mesh()
+            .y_labels(0)
+            .x_labels(6)
+            .draw()?;
+        let font = ("sans-serif", 13).into_font().into_text_style(root);
+        let left = font.pos(Pos::new(HPos::Right, VPos::Center));
+        let right = font.pos(Pos::new(HPos::Left, VPos::Center));
+        for (i, r) in rows.iter().enumerate() {
+            let y = (n - 1 - i) as f64 + 0.5;
+            let (lx, ly) = c.backend_coord(&(0.0, y));
+            root.draw(&Text::new(r.scheduler.clone(), (lx - 6, ly), left.clone()))?;
+            if r.startup_mean_s.is_finite() {
+                c.draw_series(std::iter::once(Rectangle::new(
+                    [(0.0, y - 0.35), (r.startup_mean_s, y + 0.35)],
+                    chart::rgb(i).mix(0.8).filled(),
+                )))?;
+                c.draw_series(std::iter::once(PathElement::new(
+                    vec![
+                        ((r.startup_mean_s - r.startup_sd_s).max(0.0), y),
+                        (r.startup_mean_s + r.startup_sd_s, y),
+                    ],
+                    BLACK,
+                )))?;
+                let (mx, my) = c.backend_coord(&(max, y));
+                root.draw(&Text::new(
+                    format!("{:.2} s", r.startup_mean_s),
+                    (mx + 8, my),
+                    right.clone(),
+                ))?;
             }
+            c.draw_series(
+                runs.iter()
+                    .filter(|x| x.run.scheduler == r.scheduler)
+                    .filter_map(|run| run.measured.as_ref())
+                    .map(|m| Circle::new((m.startup_s, y), 3, BLACK.filled())),
+            )?;
         }
-    }
-    chart::end(s)
+        Ok(())
+    })
 }
 
 /// One chart per device and application: (name, file, SVG).
-fn charts(res: &StartupResults) -> Vec<(String, String, String)> {
+fn charts(res: &StartupResults) -> Result<Vec<(String, String, String)>> {
     let sp = &res.startup;
     row_groups(res)
         .into_iter()
@@ -410,11 +393,11 @@ fn charts(res: &StartupResults) -> Vec<(String, String, String)> {
                 Some(_) => load_words(sp, load),
                 None => format!("{} sequential readers", sp.readers.unwrap_or(0)),
             };
-            (
+            Ok((
                 name.clone(),
                 format!("chart-startup-{name}.svg"),
-                chart_svg(&name, &rows, &runs, &background),
-            )
+                chart_svg(&name, &rows, &runs, &background)?,
+            ))
         })
         .collect()
 }
@@ -422,7 +405,7 @@ fn charts(res: &StartupResults) -> Vec<(String, String, String)> {
 /// Writes report.md and one chart per device and application into `dir`.
 pub fn write(dir: &Path, res: &StartupResults) -> Result<()> {
     let (h, sp) = (&res.header, &res.startup);
-    let charts = charts(res);
+    let charts = charts(res)?;
     Page {
         header: h,
         schedulers: &res.schedulers,

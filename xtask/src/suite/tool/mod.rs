@@ -129,17 +129,17 @@ impl Kind for ToolKind {
     type Results = ToolResults;
 
     fn new(suite: &Suite, o: &QemuBench) -> Result<Self> {
-        if o.profile || o.count_insns {
+        if o.profile || o.s.count_insns {
             bail!(
                 "--profile and --count-insns measure fio runs; suite {} runs tools",
                 suite.name
             );
         }
-        let (spec, workloads) = read_suite(suite, o.workloads.as_deref())
+        let (spec, workloads) = read_suite(suite, o.s.workloads.as_deref())
             .with_context(|| format!("suite {}", suite.name))?;
         let root = util::repo_root();
         let all = devices::load(&root)?;
-        let names = o.devices.clone().unwrap_or_else(|| suite.devices.clone());
+        let names = o.s.devices.clone().unwrap_or_else(|| suite.devices.clone());
         let picked = devices::pick(&all, names.iter().map(String::as_str))?;
         let seed = spec
             .seed
@@ -150,7 +150,7 @@ impl Kind for ToolKind {
             members: members(&spec, &picked)?,
             spec,
             workloads,
-            quick: o.quick,
+            quick: o.s.quick,
             seed,
             fsbench: None,
         })

@@ -1,0 +1,281 @@
+//! The comparison's report: compare.json (every row), compare.md with a
+//! chart of the intervals per device, and compare.html (the same page
+//! with the charts inline).
+
+use super::merge::Row;
+use super::stats::Verdict;
+use crate::chart;
+use crate::report::{distinct, num};
+use anyhow::{Context, Result};
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::fs;
+use std::path::Path;
+
+/// A finished comparison.
+#[derive(Serialize, Debug)]
+pub struct Comparison {
+    pub suite: String,
+    pub quick: bool,
+    /// The confidence level, e.g. 0.95.
+    pub level: f64,
+    /// Each boot in order: (side, folder under the comparison's).
+    pub boots: Vec<(String, String)>,
+    pub base: String,
+    pub candidate: String,
+    /// Boots whose suite reported a failure.
+    pub failures: Vec<String>,
+    pub rows: Vec<Row>,
+}
+
+/// A figure with as many decimals as its size deserves.
+fn fig(x: f64) -> String {
+    let prec = match x.abs() {
+        a if a >= 1000.0 => 0,
+        a if a >= 10.0 => 1,
+        _ => 2,
+    };
+    num(x, prec)
+}
+
+fn verdict_md(v: Verdict) -> String {
+    match v {
+        Verdict::Better | Verdict::Worse => format!("**{}**", v.text()),
+        _ => v.text().to_string(),
+    }
+}
+
+impl Comparison {
+    /// The metrics significantly worse by more than `pct` percent, a line each.
+    pub fn worse_than(&self, pct: f64) -> Vec<String> {
+        self.rows
+            .iter()
+            .filter(|r| r.cmp.verdict == Verdict::Worse && r.cmp.worse_by_pct(r.direction) > pct)
+            .map(|r| {
+                format!(
+                    "{} {} {}: {} {:.1} % worse (ratio {:.3}, interval {:.3}–{:.3}, p {:.3})",
+                    r.device,
+                    r.workload,
+                    r.scheduler,
+                    r.metric,
+                    r.cmp.worse_by_pct(r.direction),
+                    r.cmp.ratio,
+                    r.cmp.ratio_lo,
+                    r.cmp.ratio_hi,
+                    r.cmp.p
+                )
+            })
+            .collect()
+    }
+
+    /// The tables, one per device and workload.
+    pub fn markdown_tables(&self) -> String {
+        let mut s = String::new();
+        let mut last: Option<(&str, &str)> = None;
+        for r in &self.rows {
+            let k = (r.device.as_str(), r.workload.as_str());
+            if last != Some(k) {
+                let _ = write!(
+                    s,
+                    "\n#### {} — {}\n\n| scheduler | metric | base (mean) | candidate (mean) | \
+                     candidate / base | {:.0} % interval | p | samples | verdict |\n\
+                     |---|---|---:|---:|---:|---:|---:|---:|---|\n",
+                    r.device,
+                    r.workload,
+                    self.level * 100.0
+                );
+                last = Some(k);
+            }
+            let unit = if r.unit.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", r.unit)
+            };
+            let _ = writeln!(
+                s,
+                "| {} | {}{} | {} | {} | {:.3} | {:.3}–{:.3} | {:.3} | {} + {} | {} |",
+                r.scheduler,
+                r.metric,
+                unit,
+                fig(r.cmp.base_mean),
+                fig(r.cmp.candidate_mean),
+                r.cmp.ratio,
+                r.cmp.ratio_lo,
+                r.cmp.ratio_hi,
+                r.cmp.p,
+                r.cmp.n_base,
+                r.cmp.n_candidate,
+                verdict_md(r.cmp.verdict)
+            );
+        }
+        s
+    }
+
+    /// How many rows got each verdict, as a sentence.
+    fn tally(&self) -> String {
+        let count = |v| self.rows.iter().filter(|r| r.cmp.verdict == v).count();
+        [
+            Verdict::Better,
+            Verdict::Worse,
+            Verdict::NoDifference,
+            Verdict::TooFewSamples,
+        ]
+        .into_iter()
+        .map(|v| format!("{} {}", count(v), v.text()))
+        .collect::<Vec<_>>()
+        .join(", ")
+    }
+
+    /// One chart per device: every IOPS and instruction count interval.
+    pub fn charts(&self) -> Result<Vec<(String, String, String)>> {
+        distinct(self.rows.iter().map(|r| r.device.as_str()))
+            .into_iter()
+            .map(|d| {
+                let rows: Vec<&Row> = self
+                    .rows
+                    .iter()
+                    .filter(|r| r.device == d && (r.metric == "IOPS" || r.metric.contains("insns")))
+                    .collect();
+                Ok((
+                    d.to_string(),
+                    format!("compare-{d}.svg"),
+                    chart::intervals_svg(d, &rows, self.level)?,
+                ))
+            })
+            .collect()
+    }
+
+    /// compare.md.
+    pub fn markdown(&self, charts: &[(String, String, String)]) -> String {
+        let mut md = String::new();
+        let _ = writeln!(md, "# ironlift comparison: {}\n", self.suite);
+        let _ = writeln!(md, "| | |\n|---|---|");
+        let _ = writeln!(md, "| base | {} |", self.base);
+        let _ = writeln!(md, "| candidate | {} |", self.candidate);
+        let _ = writeln!(
+            md,
+            "| suite | {}{} |",
+            self.suite,
+            if self.quick { ", `--quick`" } else { "" }
+        );
+        let order: Vec<&str> = self.boots.iter().map(|(s, _)| s.as_str()).collect();
+        let _ = writeln!(md, "| boots | {} |", order.join(", "));
+        let _ = writeln!(md, "| level | {:.0} % |", self.level * 100.0);
+        let _ = writeln!(md, "| verdicts | {} |", self.tally());
+        let _ = writeln!(
+            md,
+            "\nEach side ran the suite in its own boots, alternating. Every run of every \
+             boot of a side is one sample. \"candidate / base\" is the ratio of the means; \
+             the interval is a bootstrap percentile interval of that ratio (10 000 resamples \
+             of each side, fixed seed); p is Mann–Whitney U's two-sided p on the samples. \
+             A metric is better or worse only when p is at most {:.2} and the interval \
+             leaves out 1; by its direction (IOPS: higher is better; latency and \
+             instructions per request: lower is better). \"too few samples to tell\": even \
+             samples entirely apart could not reach the level with so few (two against two: \
+             p is at least 1/3); run more boots or repeats.\n",
+            1.0 - self.level
+        );
+        if !self.failures.is_empty() {
+            let _ = writeln!(md, "**Boots that reported a failure:**\n");
+            for f in &self.failures {
+                let _ = writeln!(md, "- {}", f.lines().next().unwrap_or(""));
+            }
+            md.push('\n');
+        }
+        for (d, name, _) in charts {
+            let _ = writeln!(md, "## {d}\n\n![{d}]({name})\n");
+        }
+        let _ = writeln!(md, "## Tables\n{}", self.markdown_tables());
+        let _ = writeln!(
+            md,
+            "\nRaw data: `compare.json` (every row), and each boot's own report under {}.",
+            self.boots
+                .iter()
+                .map(|(_, d)| format!("`{d}/`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        md
+    }
+
+    /// Writes compare.json, compare.md, its charts and compare.html.
+    pub fn write(&self, dir: &Path) -> Result<()> {
+        fs::write(
+            dir.join("compare.json"),
+            serde_json::to_string_pretty(self)?,
+        )?;
+        let charts = self.charts()?;
+        for (_, name, svg) in &charts {
+            fs::write(dir.join(name), svg).with_context(|| format!("writing {name}"))?;
+        }
+        let md = self.markdown(&charts);
+        fs::write(dir.join("compare.md"), &md)?;
+        let title = format!("ironlift comparison: {}", self.suite);
+        crate::html::write(&dir.join("compare.html"), &title, &md, &charts)
+    }
+}
+
+#[cfg(test)]
+pub mod tests {
+    use super::*;
+    use crate::compare::stats::{self, Direction};
+
+    fn row(workload: &str, metric: &'static str, base: &[f64], cand: &[f64]) -> Row {
+        let dir = if metric == "IOPS" {
+            Direction::HigherIsBetter
+        } else {
+            Direction::LowerIsBetter
+        };
+        Row {
+            device: "nullb".into(),
+            workload: workload.into(),
+            scheduler: "rust-deadline".into(),
+            metric,
+            unit: "",
+            direction: dir,
+            cmp: stats::compare(base, cand, dir, 0.95).unwrap(),
+        }
+    }
+
+    /// A comparison with one worse metric, one unchanged and one too small.
+    pub fn sample() -> Comparison {
+        let base = [100.0, 102.0, 98.0, 101.0, 99.0, 100.0];
+        let slower = [80.0, 82.0, 79.0, 81.0, 80.0, 78.0];
+        Comparison {
+            suite: "fio-basic".into(),
+            quick: true,
+            level: 0.95,
+            boots: vec![
+                ("base".into(), "boots/01-base".into()),
+                ("candidate".into(), "boots/02-candidate".into()),
+            ],
+            base: "HEAD 0123456789ab".into(),
+            candidate: "HEAD 0123456789ab + slow.patch (to the repository)".into(),
+            failures: vec![],
+            rows: vec![
+                row("randread", "IOPS", &base, &slower),
+                row("randread", "kernel insns / request", &base, &base),
+                row("seqread", "IOPS", &base[..2], &slower[..2]),
+            ],
+        }
+    }
+
+    #[test]
+    fn the_page_holds_every_row_and_the_gate_names_the_worse_one() {
+        let c = sample();
+        let md = c.markdown(&c.charts().unwrap());
+        assert!(
+            md.contains("| rust-deadline | IOPS | 100.0 | 80.0 | 0.800 |"),
+            "{md}"
+        );
+        assert!(md.contains("**worse**") && md.contains("too few samples to tell"));
+        assert!(md.contains(
+            "| verdicts | 0 better, 1 worse, 1 no difference detected, 1 too few samples to tell |"
+        ));
+        assert!(md.contains("![nullb](compare-nullb.svg)"));
+        let worse = c.worse_than(10.0);
+        assert_eq!(worse.len(), 1, "{worse:?}");
+        assert!(worse[0].starts_with("nullb randread rust-deadline: IOPS 20.0 % worse"));
+        assert!(c.worse_than(25.0).is_empty());
+    }
+}
