@@ -1,11 +1,11 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# fio suites (xtask/src/suite/fio/): each plan line is one fio run,
+# fio and jobs suites (xtask/src/suite/fio/, jobs/): each plan line is one fio run,
 #   id <TAB> device path <TAB> scheduler <TAB> workload <TAB> fio arguments
-# Results: /run/out/runs/<id>.json (fio's JSON), <id>.counters (the guest's
+# Results: $OUT/runs/<id>.json (fio's JSON), <id>.counters (the guest's
 # counters over the run), or <id>.err saying what went wrong.
 . "$(dirname "$(readlink -f "$0")")/lib.sh"
-[ -f /run/out/job.env ] && . /run/out/job.env
+[ -f "$OUT/job.env" ] && . "$OUT/job.env"
 
 # Counters of the whole guest that a run changes, one "name value" per line:
 # context switches on every CPU (/proc/stat ctxt), workers and idle
@@ -16,20 +16,20 @@ counters() {
 }
 
 # With INSN_COUNT set (qemu-bench --count-insns), QEMU runs the insn_count
-# plugin: writing a name into /run/out/insn.trigger makes it save the
+# plugin: writing a name into $OUT/insn.trigger makes it save the
 # kernel instruction counts since the last call under that name (relative
-# to /run/out; "discard" saves nothing) and start again from zero. It
+# to $OUT; "discard" saves nothing) and start again from zero. It
 # removes the trigger when done.
 insn_phase() {
 	[ -n "${INSN_COUNT:-}" ] || return 0
-	echo "$1" >/run/out/insn.trigger.tmp &&
-		mv /run/out/insn.trigger.tmp /run/out/insn.trigger || return 1
+	echo "$1" >"$OUT/insn.trigger.tmp" &&
+		mv "$OUT/insn.trigger.tmp" "$OUT/insn.trigger" || return 1
 	local i=0
-	while [ -e /run/out/insn.trigger ]; do
+	while [ -e "$OUT/insn.trigger" ]; do
 		i=$((i + 1))
 		if [ "$i" -gt 600 ]; then
 			say "the insn_count plugin did not answer within 30 s"
-			rm -f /run/out/insn.trigger
+			rm -f "$OUT/insn.trigger"
 			return 1
 		fi
 		sleep 0.05
@@ -45,25 +45,27 @@ fio_run() { # id device scheduler workload fio-arguments
 	# charged to the _raw_spin_unlock_irqrestore() that ends them.
 	local prof=""
 	[ -n "${PERF:-}" ] && prof="$PERF record -q -e cpu-clock -a -g -F 999 -o /tmp/perf.data --"
-	counters > "/tmp/before"
+	counters > "$OUT/runs/$id.before"
 	insn_phase discard
 	# shellcheck disable=SC2086
-	if ! $prof fio --output-format=json --output="/run/out/runs/$id.json.tmp" \
-		--filename="$dev" $args < /dev/null > "/run/out/runs/$id.log" 2>&1; then
-		echo "fio failed: $(tail -3 "/run/out/runs/$id.log" | tr '\n' ' ')" > "/run/out/runs/$id.err"
+	if ! $prof fio --output-format=json --output="$OUT/runs/$id.json.tmp" \
+		--filename="$dev" $args < /dev/null > "$OUT/runs/$id.log" 2>&1; then
+		echo "fio failed: $(tail -3 "$OUT/runs/$id.log" | tr '\n' ' ')" > "$OUT/runs/$id.err"
+		rm -f "$OUT/runs/$id.before"
 		return
 	fi
 	insn_phase "runs/$id.insns"
 	# The change of each counter over the run.
 	counters | awk 'NR == FNR { a[$1] = $2; next } ($1 in a) { print $1, $2 - a[$1] }' \
-		/tmp/before - > "/run/out/runs/$id.counters"
+		"$OUT/runs/$id.before" - > "$OUT/runs/$id.counters"
+	rm -f "$OUT/runs/$id.before"
 	if [ -n "$prof" ]; then
 		"$PERF" report -i /tmp/perf.data --no-children --sort sym --stdio \
-			> "/run/out/runs/$id.perf.txt" 2> "/run/out/runs/$id.perf.err" ||
-			echo "perf report failed: $(tail -2 "/run/out/runs/$id.perf.err")" >> "/run/out/runs/$id.perf.txt"
+			> "$OUT/runs/$id.perf.txt" 2> "$OUT/runs/$id.perf.err" ||
+			echo "perf report failed: $(tail -2 "$OUT/runs/$id.perf.err")" >> "$OUT/runs/$id.perf.txt"
 		rm -f /tmp/perf.data
 	fi
-	mv "/run/out/runs/$id.json.tmp" "/run/out/runs/$id.json"
+	mv "$OUT/runs/$id.json.tmp" "$OUT/runs/$id.json"
 }
 
 run_plan bench fio_run

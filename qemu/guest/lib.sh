@@ -1,7 +1,15 @@
 # SPDX-License-Identifier: GPL-2.0
 # Shared guest helpers, sourced by init, the suites' runners and tests.sh.
-# /run/out/job.env (written by xtask) says which modules to load and which
+# $OUT/job.env (written by xtask) says which modules to load and which
 # null_blk devices to make, and how.
+#
+# OUT is the job's folder: in the guest, /run/out, where init mounts the
+# host's results folder over 9p. `cargo xtask host-bench` runs a suite's
+# runner (fio.sh) on the host itself, against the host's kernel and disk,
+# with IRONLIFT_OUT naming the results folder; there only run_plan and the
+# scheduler helpers are used: setup_guest (modules, null_blk devices,
+# init's host_path) and the emulated disks' links are the guest's alone.
+OUT=${IRONLIFT_OUT:-/run/out}
 
 say() { echo "IRONLIFT: $*"; }
 
@@ -51,6 +59,43 @@ set_sched() {
 	[ "$(current_sched "$1")" = "$2" ]
 }
 
+# Writes the tunables of a scheduler entry, "elevator:name=value[:name=value]"
+# (xtask/src/suite/sched.rs), into the elevator's iosched folder, in order;
+# a plain name has none. On a write that fails, prints the elevator, the
+# tunable and the error (as the write reported it) and fails.
+write_tunables() { # iosched-folder entry
+	local dir=$1 elv=${2%%:*} tun name val err
+	[ "$2" = "$elv" ] && return 0
+	local IFS=:
+	for tun in ${2#*:}; do
+		name=${tun%%=*} val=${tun#*=}
+		if [ ! -e "$dir/$name" ]; then
+			echo "$elv has no tunable $name (it has: $(ls "$dir" 2>/dev/null | tr '\n' ' '))"
+			return 1
+		fi
+		if ! err=$( { printf '%s\n' "$val" > "$dir/$name"; } 2>&1 ); then
+			echo "$elv: setting tunable $name=$val failed: ${err##*: }"
+			return 1
+		fi
+	done
+}
+
+# Selects a scheduler entry afresh: none first, then the elevator, so that
+# its tunables start from their defaults whatever ran before, then its
+# tunables (write_tunables). Prints why and fails when any step does.
+select_sched() { # device entry
+	local dev=$1 elv=${2%%:*}
+	if ! set_sched "$dev" none; then
+		echo "cannot select none on $(devname "$dev")"
+		return 1
+	fi
+	if ! set_sched "$dev" "$elv"; then
+		echo "scheduler $elv not offered by $(devname "$dev") (offers: $(schedulers_of "$dev" | tr '\n' ' '))"
+		return 1
+	fi
+	write_tunables "/sys/block/$(devname "$dev")/queue/iosched" "$2"
+}
+
 # Creates null_blk device nullb<index> through configfs, as the
 # NULLB<index>_* settings in job.env say (configs/devices/guest.toml).
 make_nullb() {
@@ -96,16 +141,16 @@ nullb_describe() {
 }
 
 setup_guest() {
-	[ -f /run/out/job.env ] && . /run/out/job.env
+	[ -f "$OUT/job.env" ] && . "$OUT/job.env"
 	# The report says which clock the guest measured with.
 	cat /sys/devices/system/clocksource/clocksource0/current_clocksource \
-		>/run/out/clocksource 2>/dev/null
+		>"$OUT/clocksource" 2>/dev/null
 	local m
 	# The modules may lie under the host's /tmp or /run (init's host_path).
 	for m in $MODULES ${SELFTEST_MODULE:-}; do
 		host_path "$(dirname "$m")" || return 1
 	done
-	: >/run/out/modules.txt
+	: >"$OUT/modules.txt"
 	for m in $MODULES; do
 		if insmod "$m"; then
 			say "loaded $(basename "$m")"
@@ -113,7 +158,7 @@ setup_guest() {
 			local name
 			name=$(basename "$m" .ko)
 			echo "$name $(cat "/sys/module/$name/sections/.text" 2>/dev/null)" \
-				>>/run/out/modules.txt
+				>>"$OUT/modules.txt"
 		else
 			say "insmod $m failed"
 			return 1
@@ -127,19 +172,20 @@ setup_guest() {
 	return 0
 }
 
-# Runs a suite's plan, /run/out/plan.tsv (written by xtask), one run per
+# Runs a suite's plan, $OUT/plan.tsv (written by xtask), one run per
 # line in its (interleaved) order. Each line:
 #   id <TAB> device path <TAB> scheduler <TAB> case <TAB> case arguments
 # For each run: "$prepare device" first if given, once per device (a device
-# it fails on fails its runs); the scheduler selected; then
+# it fails on fails its runs); the scheduler entry selected afresh with its
+# tunables (select_sched; a failure fails the run with its reason); then
 # "$run_one id device scheduler case arguments", which writes
-# /run/out/runs/<id>.json (and what else the suite keeps), or <id>.err
+# $OUT/runs/<id>.json (and what else the suite keeps), or <id>.err
 # saying what went wrong.
 run_plan() { # label run-function [prepare-function]
-	local label=$1 run_one=$2 prepare=${3:-} plan=/run/out/plan.tsv
-	local total n=0 id dev sched case args
+	local label=$1 run_one=$2 prepare=${3:-} plan="$OUT/plan.tsv"
+	local total n=0 id dev sched case args why
 	local -A prepared=()
-	mkdir -p /run/out/runs
+	mkdir -p "$OUT/runs"
 	total=$(grep -c . "$plan")
 	while IFS=$'\t' read -r id dev sched case args; do
 		[ -n "$id" ] || continue
@@ -154,13 +200,14 @@ run_plan() { # label run-function [prepare-function]
 				fi
 			fi
 			if [ "${prepared[$dev]}" != ok ]; then
-				echo "preparing $(devname "$dev") for the suite failed (see the console)" > "/run/out/runs/$id.err"
+				echo "preparing $(devname "$dev") for the suite failed (see the console)" > "$OUT/runs/$id.err"
 				continue
 			fi
 		fi
 		say "run $n/$total: $(devname "$dev") $sched $case"
-		if ! set_sched "$dev" "$sched"; then
-			echo "scheduler $sched not offered by $(devname "$dev") (offers: $(schedulers_of "$dev" | tr '\n' ' '))" > "/run/out/runs/$id.err"
+		if ! why=$(select_sched "$dev" "$sched"); then
+			say "run $n: $why"
+			echo "$why" > "$OUT/runs/$id.err"
 			continue
 		fi
 		"$run_one" "$id" "$dev" "$sched" "$case" "$args"

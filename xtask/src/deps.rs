@@ -41,6 +41,25 @@ pub const PACKAGES: &[(&str, &str)] = &[
         "mkfs.xfs and xfs_repair in the guest (the emulated disks' tests)",
     ),
     ("mdadm", "md RAID5 over the emulated raptors in the guest"),
+    ("bonnie++", "the bonnie-raid5 suite in the guest"),
+    ("dbench", "the phoronix suite's dbench in the guest"),
+    ("fsmark", "the phoronix suite's fs_mark in the guest"),
+    (
+        "sqlite3",
+        "the phoronix suite's SQLite inserts in the guest",
+    ),
+    (
+        "postgresql",
+        "the phoronix suite's PostgreSQL server (initdb, pg_ctl) in the guest",
+    ),
+    (
+        "postgresql-contrib",
+        "the phoronix suite's pgbench in the guest",
+    ),
+    (
+        "gcc",
+        "the phoronix suite's compile (the CPU-bound control) in the guest",
+    ),
     (
         "binutils",
         "objdump: naming module functions for --count-insns",

@@ -98,7 +98,9 @@ pub struct ModelDisk {
     /// modelled latency (`--path-latency-us`).
     #[serde(default)]
     pub path_latency_us: u64,
-    #[serde(skip_serializing)]
+    /// QEMU's `-device`s (not recorded in results.json, so absent when a
+    /// report is rendered again from it).
+    #[serde(default, skip_serializing)]
     pub devices: Vec<String>,
 }
 

@@ -29,6 +29,10 @@ pub enum Cmd {
     },
     /// Run a benchmark suite in a QEMU guest and write a report
     QemuBench(QemuBench),
+    /// Run a fio suite on the host's own kernel and a real block device,
+    /// with the schedulers it offers (as root); read-only workloads unless
+    /// --destructive
+    HostBench(HostBench),
     /// Run the tests: cargo test over the workspace, then the in-guest KTAP suite
     Test(Test),
     /// Boot a guest with the emulated disks (configs/devices/guest.toml's
@@ -101,7 +105,9 @@ pub struct QemuBench {
     /// Seconds per fio run, overriding the suite
     #[arg(long)]
     pub runtime: Option<u32>,
-    /// Comma-separated schedulers [default: built-ins + every rust-* module]
+    /// Comma-separated schedulers, each an elevator or a variant with
+    /// tunables, `elevator:tunable=value[:tunable=value]` (`bfq:low_latency=0`)
+    /// [default: built-ins + every rust-* module + the suite's variants]
     #[arg(long, value_delimiter = ',')]
     pub schedulers: Option<Vec<String>>,
     /// Comma-separated devices (names in configs/devices/guest.toml)
@@ -127,6 +133,45 @@ pub struct QemuBench {
     /// guest, so compare such runs only with each other
     #[arg(long, conflicts_with = "profile")]
     pub count_insns: bool,
+}
+
+#[derive(Args)]
+pub struct HostBench {
+    /// The block device: a whole disk (/dev/sdb, /dev/nvme1n1, /dev/loop0)
+    #[arg(long, value_name = "DEV")]
+    pub device: PathBuf,
+    /// The short version of the suite
+    #[arg(long)]
+    pub quick: bool,
+    /// Suite name (a fio suite in configs/suites)
+    #[arg(long, default_value = "fio-basic")]
+    pub suite: String,
+    /// Repeats per (workload, scheduler), overriding the suite
+    #[arg(long)]
+    pub repeats: Option<u32>,
+    /// Seconds per fio run, overriding the suite
+    #[arg(long)]
+    pub runtime: Option<u32>,
+    /// Comma-separated schedulers [default: every one the device offers]
+    #[arg(long, value_delimiter = ',')]
+    pub schedulers: Option<Vec<String>>,
+    /// Comma-separated workloads of the suite [default: its read-only
+    /// ones; with --destructive, all]
+    #[arg(long, value_delimiter = ',')]
+    pub workloads: Option<Vec<String>>,
+    /// Results folder [default: results/<date>-host-<device>[-quick]]
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Also run the write workloads, overwriting the device's data. Names
+    /// the device, its size and model first; refuses a device in use
+    /// (mounted, swap, held by md or device-mapper), and one holding a
+    /// partition table or file-system signature unless --force
+    #[arg(long)]
+    pub destructive: bool,
+    /// With --destructive: overwrite a partition table or file-system
+    /// signature (never a device in use)
+    #[arg(long, requires = "destructive")]
+    pub force: bool,
 }
 
 #[derive(Args)]

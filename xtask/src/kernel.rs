@@ -54,6 +54,9 @@ pub struct Kernel {
     pub release: String,
     pub key: String,
     pub flavor: Flavor,
+    /// Where the source came from: `debian:linux-source-6.12=<version>`,
+    /// or `custom:<dir>` for `--kernel-src`.
+    pub source: String,
 }
 
 /// What to build.
@@ -378,6 +381,7 @@ pub fn ensure(tc: &Toolchain, opts: &KernelOpts) -> Result<Kernel> {
             release,
             key,
             flavor: opts.flavor,
+            source: source_id,
         });
     }
 
@@ -454,6 +458,7 @@ pub fn ensure(tc: &Toolchain, opts: &KernelOpts) -> Result<Kernel> {
         release,
         key,
         flavor: opts.flavor,
+        source: source_id,
     })
 }
 

@@ -15,13 +15,16 @@ mod fairness;
 mod flags;
 mod guest;
 mod insns;
+mod kcidb;
 mod kernel;
 mod ktap;
+mod line_chart;
 mod modules;
 mod patches;
 mod qemu;
 mod report;
 mod results;
+mod seeds;
 mod stats;
 mod suite;
 mod test;
@@ -37,6 +40,7 @@ fn main() {
         Cmd::Kernel { k } => kernel(&k).map(|_| ()),
         Cmd::Modules { k } => modules(&k),
         Cmd::QemuBench(o) => suite::qemu_bench(&o),
+        Cmd::HostBench(o) => suite::host::host_bench(&o),
         Cmd::Test(t) => test::run(&t),
         Cmd::Devices(d) => calibrate::run(&d),
         Cmd::Patches(p) => patches::cmd(&p),

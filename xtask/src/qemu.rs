@@ -140,10 +140,11 @@ impl BootResult {
     }
 }
 
-/// Reads the console to its end: into the log, and the guest's
-/// `IRONLIFT:` lines to the user (with a progress bar once the guest
-/// counts its runs or tests). Returns all of it.
-fn read_console(stdout: &mut impl Read, log_path: &Path) -> String {
+/// Reads the console to its end: into the log, and the `IRONLIFT:` lines
+/// of `who` (the guest, or the host's runner under `host-bench`) to the
+/// user, with a progress bar once it counts its runs or tests. Returns
+/// all of it.
+pub fn read_console(stdout: &mut impl Read, log_path: &Path, who: &str) -> String {
     // A bar once the guest counts its runs or tests.
     let mut progress: Option<util::Progress> = None;
     let mut log = fs::File::create(log_path).ok();
@@ -163,7 +164,7 @@ fn read_console(stdout: &mut impl Read, log_path: &Path) -> String {
                 let l = String::from_utf8_lossy(&line);
                 let l = l.trim_end_matches('\r');
                 if let Some(msg) = guest_message(l) {
-                    guest_line(&mut progress, msg);
+                    guest_line(&mut progress, who, msg);
                 }
                 line.clear();
             } else {
@@ -189,21 +190,21 @@ fn counted(msg: &str) -> Option<(u64, u64)> {
 
 /// Shows one of the guest's `IRONLIFT:` lines; a counted one moves the
 /// progress bar and carries the estimate of the time left.
-fn guest_line(progress: &mut Option<util::Progress>, msg: &str) {
+fn guest_line(progress: &mut Option<util::Progress>, who: &str, msg: &str) {
     let Some((n, total)) = counted(msg) else {
         match progress {
-            Some(p) => p.println(&format!("    [guest] {msg}")),
-            None => eprintln!("    [guest] {msg}"),
+            Some(p) => p.println(&format!("    [{who}] {msg}")),
+            None => eprintln!("    [{who}] {msg}"),
         }
         return;
     };
-    let p = progress.get_or_insert_with(|| util::Progress::new("guest", Some(total)));
+    let p = progress.get_or_insert_with(|| util::Progress::new(who, Some(total)));
     let done = n.saturating_sub(1);
     let left = p
         .left(done)
         .map(|l| format!("  (~{} left)", util::human_secs(l)))
         .unwrap_or_default();
-    p.println(&format!("    [guest] {msg}{left}"));
+    p.println(&format!("    [{who}] {msg}{left}"));
     if p.is_bar() {
         p.set(done, msg);
     }
@@ -349,7 +350,7 @@ impl Boot<'_> {
         let mut stdout = child.stdout.take().expect("piped");
         let mut stderr = child.stderr.take().expect("piped");
         let log_path = self.console_log.clone();
-        let reader = std::thread::spawn(move || read_console(&mut stdout, &log_path));
+        let reader = std::thread::spawn(move || read_console(&mut stdout, &log_path, "guest"));
         let err_reader = std::thread::spawn(move || {
             let mut s = String::new();
             let _ = stderr.read_to_string(&mut s);

@@ -40,14 +40,23 @@ impl Page<'_> {
         let _ = writeln!(md, "{}\n", h.suite_description);
         let _ = writeln!(md, "| | |\n|---|---|");
         let _ = writeln!(md, "| kernel | {} |", h.kernel_release);
-        let _ = writeln!(
-            md,
-            "| guest | QEMU, accelerator **{}**, clocksource {}, {} vCPUs, {} MiB |",
-            h.accel.to_uppercase(),
-            h.guest_clocksource,
-            h.guest_cpus,
-            h.guest_memory_mb
-        );
+        if h.accel == "host" {
+            // `host-bench`: no guest; the host's kernel ran the suite.
+            let _ = writeln!(
+                md,
+                "| guest | none: **the host's own kernel and disk** (`host-bench`), clocksource {}, {} CPUs, {} MiB |",
+                h.guest_clocksource, h.guest_cpus, h.guest_memory_mb
+            );
+        } else {
+            let _ = writeln!(
+                md,
+                "| guest | QEMU, accelerator **{}**, clocksource {}, {} vCPUs, {} MiB |",
+                h.accel.to_uppercase(),
+                h.guest_clocksource,
+                h.guest_cpus,
+                h.guest_memory_mb
+            );
+        }
         let _ = writeln!(md, "| host | {} |", h.host);
         for (name, value) in &self.rows {
             let _ = writeln!(md, "| {name} | {value} |");

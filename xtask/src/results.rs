@@ -32,6 +32,55 @@ pub struct Header {
     /// The suite's timing, with `--quick`, `--repeats` and `--runtime`
     /// applied; what its fields mean is the suite's.
     pub timing: Timing,
+    /// Where the kernel came from and how it was built (for kcidb.json);
+    /// absent from files written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<Provenance>,
+}
+
+/// The kernel's source, additions and build, and this repository's
+/// commit: what a KCIDB checkout and build say (`crate::kcidb`).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct Provenance {
+    /// `debian:linux-source-6.12=<version>`, `custom:<dir>` (`--kernel-src`)
+    /// or `host:<release>` (`host-bench`: the running kernel).
+    pub kernel_source: String,
+    /// KCIDB's patchset hash of modules/linux/patches as applied: SHA-256
+    /// over each patch's SHA-256 (hex, newline-terminated), in order;
+    /// empty when none were applied (`--kernel-src`, `host-bench`).
+    pub patchset_sha256: String,
+    /// This repository's `git describe --always --dirty --abbrev=40`.
+    pub ironlift_commit: String,
+    /// The kernel config: `base`, `debug` (configs/kernel), or `host`.
+    pub kernel_config: String,
+    /// The kernel's architecture (`x86_64`).
+    pub arch: String,
+    /// The compilers the kernel was built with (C, then Rust).
+    pub compiler: String,
+}
+
+impl Header {
+    /// A header for a test's results file of `schema` and `suite`.
+    #[cfg(test)]
+    pub fn for_test(schema: &str, suite: &str, timing: Timing) -> Header {
+        Header {
+            schema: schema.into(),
+            suite: suite.into(),
+            suite_description: "d".into(),
+            quick: true,
+            started: "s".into(),
+            finished: "f".into(),
+            kernel_release: "6.12".into(),
+            kernel_key: "k".into(),
+            accel: "tcg".into(),
+            guest_clocksource: "tsc".into(),
+            host: "h".into(),
+            guest_cpus: 2,
+            guest_memory_mb: 1024,
+            timing,
+            provenance: None,
+        }
+    }
 }
 
 /// The clocksource of a guest that did not say (or of results from before

@@ -126,6 +126,10 @@ pub fn run(t: &flags::Test) -> Result<()> {
     let root = util::repo_root();
     let mut problems = Vec::new();
     if !t.guest_only {
+        // Some host tests use the build dependencies (the instruction
+        // counter's plugin is built with clang): a fresh machine gets
+        // them first.
+        crate::deps::ensure()?;
         step("Host tests: cargo test --workspace");
         let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
             .current_dir(&root)

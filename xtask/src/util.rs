@@ -280,6 +280,26 @@ pub fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<bool> {
     Ok(true)
 }
 
+/// Builds a tool of the workspace (`tools/<package>`, its binary named as
+/// the package) in release for the host, whose root the guest runs on,
+/// and returns the binary's path.
+pub fn build_host_tool(root: &Path, package: &str) -> Result<PathBuf> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    run(Command::new(cargo).current_dir(root).args([
+        "build",
+        "--release",
+        "--quiet",
+        "-p",
+        package,
+    ]))
+    .with_context(|| format!("building tools/{package}"))?;
+    let bin = root.join("target/release").join(package);
+    if !bin.is_file() {
+        bail!("{} was not built", bin.display());
+    }
+    Ok(bin)
+}
+
 /// The cache root: `--cache-dir`, else `$IRONLIFT_CACHE`, else
 /// `$XDG_CACHE_HOME/ironlift`, else `~/.cache/ironlift`.
 pub fn cache_root(flag: Option<&Path>) -> PathBuf {

@@ -27,6 +27,11 @@ pub struct Suite {
     pub quick_devices: Option<Vec<String>>,
     pub full: Timing,
     pub quick: Timing,
+    /// Scheduler variants with tunables (`bfq:low_latency=0`, see
+    /// [`super::sched`]) measured after the default schedulers, each its
+    /// own column; `--schedulers` replaces both.
+    #[serde(default)]
+    pub variants: Vec<String>,
     /// The kind's own tables ([`Kind::TABLES`]).
     #[serde(flatten)]
     pub tables: toml::Table,
@@ -50,7 +55,9 @@ impl Suite {
     }
 
     pub fn parse(text: &str) -> Result<Suite> {
-        Ok(toml::from_str(text)?)
+        let suite: Suite = toml::from_str(text)?;
+        super::sched::check_all(&suite.variants).context("variants")?;
+        Ok(suite)
     }
 
     /// The kind's table `key`, if the file has it; fails on a table the
@@ -79,9 +86,12 @@ impl Suite {
 /// summarised and reported. The runner (`super::runner`) does the rest:
 /// options, devices, the guest job, the boot, results.json, the verdict.
 pub trait Kind: Sized {
-    /// `kind` in the suite file, `SUITE_KIND` in job.env, and the guest's
-    /// runner `qemu/guest/<NAME>.sh`.
+    /// `kind` in the suite file.
     const NAME: &'static str;
+    /// `SUITE_KIND` in job.env: the guest's runner,
+    /// `qemu/guest/<RUNNER>.sh` (another kind's, when its runs are that
+    /// kind's runs).
+    const RUNNER: &'static str = Self::NAME;
     /// results.json `schema` (docs/results-schema.md).
     const SCHEMA: &'static str;
     /// The suite file's tables the kind reads.
@@ -168,6 +178,12 @@ pub trait Kind: Sized {
 
     /// The results as Markdown tables.
     fn table_markdown(res: &Self::Results) -> String;
+
+    /// The results file's header.
+    fn header(res: &Self::Results) -> &Header;
+
+    /// Every run with its figures, for kcidb.json ([`crate::kcidb`]).
+    fn kcidb_runs(res: &Self::Results) -> Vec<crate::kcidb::Run>;
 }
 
 /// The interleaved plan: repeat → device → case → every scheduler once,

@@ -1,19 +1,26 @@
 //! `cargo xtask qemu-bench` and `cargo xtask report`: the benchmark suites.
 //!
 //! A suite is a file in configs/suites; its `kind` names the module that
-//! plans, reads and reports its runs ([`kind::Kind`]): [`fio`] and
-//! [`startup`]. [`runner`] runs any of them.
+//! plans, reads and reports its runs ([`kind::Kind`]): [`fio`],
+//! [`startup`], [`jobs`], [`androbench`] and [`tool`]. [`runner`] runs any
+//! of them, under every scheduler entry ([`sched`]: an elevator or a
+//! variant with tunables).
 //!
 //! Another suite of fio workloads is only a suite file. Another kind is a
 //! module implementing [`kind::Kind`] (its cases, job.env, how a run's
 //! output is read, its results file and report), its guest runner
-//! `qemu/guest/<kind>.sh` (a function for one run, given to lib.sh's
+//! `qemu/guest/<kind>.sh` or another kind's ([`kind::Kind::RUNNER`]; a function for one run, given to lib.sh's
 //! `run_plan`), and its line in [`qemu_bench`] and [`report`] below.
 
+pub mod androbench;
 pub mod fio;
+pub mod host;
+pub mod jobs;
 pub mod kind;
 pub mod runner;
+pub mod sched;
 pub mod startup;
+pub mod tool;
 
 use crate::flags::QemuBench;
 use crate::util;
@@ -23,7 +30,13 @@ use std::fs;
 use std::path::Path;
 
 /// The kinds of suite, by [`Kind::NAME`].
-const KINDS: &[&str] = &[fio::Fio::NAME, startup::Startup::NAME];
+const KINDS: &[&str] = &[
+    fio::Fio::NAME,
+    startup::Startup::NAME,
+    jobs::Jobs::NAME,
+    androbench::Androbench::NAME,
+    tool::ToolKind::NAME,
+];
 
 /// `cargo xtask qemu-bench`.
 pub fn qemu_bench(o: &QemuBench) -> Result<()> {
@@ -31,6 +44,9 @@ pub fn qemu_bench(o: &QemuBench) -> Result<()> {
     match suite.kind.as_str() {
         fio::Fio::NAME => runner::run::<fio::Fio>(o, &suite),
         startup::Startup::NAME => runner::run::<startup::Startup>(o, &suite),
+        jobs::Jobs::NAME => runner::run::<jobs::Jobs>(o, &suite),
+        androbench::Androbench::NAME => runner::run::<androbench::Androbench>(o, &suite),
+        tool::ToolKind::NAME => runner::run::<tool::ToolKind>(o, &suite),
         other => bail!(
             "suite {}: no kind {other:?}; the kinds: {}",
             suite.name,
@@ -52,9 +68,18 @@ pub fn report(path: &Path) -> Result<()> {
         .ok()
         .and_then(|v| v.get("schema")?.as_str().map(str::to_string))
         .unwrap_or_default();
+    let not_valid = format!("is not a valid {schema} file");
     if schema == startup::Startup::SCHEMA || schema == startup::SCHEMA_1 {
-        let not_valid = format!("is not a valid {schema} file");
         return runner::rerender::<startup::Startup>(&file, &text, &not_valid);
+    }
+    if schema == jobs::Jobs::SCHEMA {
+        return runner::rerender::<jobs::Jobs>(&file, &text, &not_valid);
+    }
+    if schema == androbench::Androbench::SCHEMA {
+        return runner::rerender::<androbench::Androbench>(&file, &text, &not_valid);
+    }
+    if schema == tool::ToolKind::SCHEMA {
+        return runner::rerender::<tool::ToolKind>(&file, &text, &not_valid);
     }
     let not_valid = format!("is not an {} results file", fio::Fio::SCHEMA);
     runner::rerender::<fio::Fio>(&file, &text, &not_valid)
@@ -68,7 +93,7 @@ mod tests {
     //! rendered from it.
 
     use super::kind::Kind;
-    use super::{fio::Fio, startup::Startup};
+    use super::{fio::Fio, jobs::Jobs, startup::Startup, tool::ToolKind};
     use std::fs;
     use std::path::PathBuf;
 
@@ -124,6 +149,18 @@ mod tests {
         renders_as_expected::<Startup>("startup-matrix");
     }
 
+    /// A quick jobs-1-8 run on the emulated disk: its devices' `model`
+    /// without QEMU's `-device`s, as results.json records them.
+    #[test]
+    fn jobs_report_of_an_emulated_disk_renders_as_expected() {
+        renders_as_expected::<Jobs>("jobs-1-8");
+    }
+
+    #[test]
+    fn tool_report_renders_as_expected() {
+        renders_as_expected::<ToolKind>("bonnie-raid5");
+    }
+
     /// A results file read and written again is the same file: the
     /// schema's fields, in its order, with the same values (serde_json
     /// reads a decimal to within a unit in the last place).
@@ -154,5 +191,7 @@ mod tests {
         round_trips::<Fio>("fio-basic");
         round_trips::<Startup>("startup");
         round_trips::<Startup>("startup-matrix");
+        round_trips::<Jobs>("jobs-1-8");
+        round_trips::<ToolKind>("bonnie-raid5");
     }
 }

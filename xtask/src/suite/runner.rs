@@ -2,12 +2,13 @@
 //! results.json → report → verdict, the same for every [`Kind`].
 
 use super::kind::{plan, plan_tsv, Kind, Suite};
+use super::sched;
 use crate::devices::{self, Device, BENCH_NULLB0};
 use crate::flags::QemuBench;
 use crate::guest::{self, Prepared};
-use crate::results::{Header, RunRecord, Timing};
+use crate::results::{Header, Planned, RunRecord, Timing};
 use crate::util::{self, note, step};
-use crate::{blkserve, ktap, qemu};
+use crate::{blkserve, kcidb, ktap, qemu};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::fs;
@@ -18,14 +19,7 @@ impl QemuBench {
     /// The suite's timing (full or quick), with `--repeats` and
     /// `--runtime` applied.
     fn timing(&self, suite: &Suite) -> Timing {
-        let mut timing = if self.quick { suite.quick } else { suite.full };
-        if let Some(r) = self.repeats {
-            timing.repeats = r.max(1);
-        }
-        if let Some(r) = self.runtime {
-            timing.runtime_s = r.max(1);
-        }
-        timing
+        timing(suite, self.quick, self.repeats, self.runtime)
     }
 
     /// `--devices`, or the suite's (its `quick_devices` under `--quick`);
@@ -49,11 +43,14 @@ impl QemuBench {
         Ok(devices)
     }
 
-    /// `--schedulers`, or the built-in ones and every elevator module built.
-    fn schedulers(&self, p: &Prepared) -> Vec<String> {
-        self.schedulers
-            .clone()
-            .unwrap_or_else(|| p.all_schedulers())
+    /// `--schedulers`, or the built-in ones, every elevator module built
+    /// and the suite's variants.
+    fn schedulers(&self, p: &Prepared, suite: &Suite) -> Vec<String> {
+        self.schedulers.clone().unwrap_or_else(|| {
+            let mut all = p.all_schedulers();
+            all.extend(suite.variants.iter().cloned());
+            all
+        })
     }
 
     /// `--out`, or `results/<date>-<kernel>[-<tag>][-quick]`.
@@ -71,6 +68,19 @@ impl QemuBench {
     }
 }
 
+/// The suite's timing (full or `quick`), with `repeats` and `runtime`
+/// (seconds per run) applied.
+pub fn timing(suite: &Suite, quick: bool, repeats: Option<u32>, runtime: Option<u32>) -> Timing {
+    let mut timing = if quick { suite.quick } else { suite.full };
+    if let Some(r) = repeats {
+        timing.repeats = r.max(1);
+    }
+    if let Some(r) = runtime {
+        timing.runtime_s = r.max(1);
+    }
+    timing
+}
+
 // Long: the runner's pipeline (plan, job, boot, collect, results,
 // report, verdict) in the order it happens, so a suite author reads it once.
 /// Runs `suite` as a `K` suite.
@@ -81,9 +91,12 @@ pub fn run<K: Kind>(o: &QemuBench, suite: &Suite) -> Result<()> {
     let mut kind = K::new(suite, o)?;
     let timing = o.timing(suite);
     let devices = o.devices(suite, &all_devices)?;
+    if let Some(s) = &o.schedulers {
+        sched::check_all(s).context("--schedulers")?;
+    }
     let p = guest::prepare(&o.k, &o.g)?;
     kind.prepared(o, &p)?;
-    let schedulers = o.schedulers(&p);
+    let schedulers = o.schedulers(&p, suite);
     kind.check_schedulers(&schedulers, &p.elevators())?;
     let cases = kind.cases(&timing);
     let plan = plan(
@@ -101,7 +114,7 @@ pub fn run<K: Kind>(o: &QemuBench, suite: &Suite) -> Result<()> {
         &all_devices,
         &devices,
         &plan_tsv::<K>(&plan, &all_devices)?,
-        &format!("SUITE_KIND={}\n{}", K::NAME, kind.job_env(&timing)),
+        &format!("SUITE_KIND={}\n{}", K::RUNNER, kind.job_env(&timing)),
     )?;
 
     let (estimate, timeout) = kind.duration(plan.len(), &timing);
@@ -134,16 +147,6 @@ pub fn run<K: Kind>(o: &QemuBench, suite: &Suite) -> Result<()> {
     r.check_setup(&boot.console_log)?;
     kind.guest_done(&p, &out)?;
 
-    let runs_dir = out.join("runs");
-    let runs: Vec<RunRecord<K::Case, K::Measured>> = plan
-        .into_iter()
-        .map(|pr| {
-            let m = kind.read_run(&runs_dir, &pr);
-            RunRecord::new(pr, m)
-        })
-        .collect();
-    let failed = runs.iter().filter(|r| !r.ok).count();
-    let total = runs.len();
     let header = Header {
         schema: K::SCHEMA.into(),
         suite: suite.name.clone(),
@@ -159,19 +162,13 @@ pub fn run<K: Kind>(o: &QemuBench, suite: &Suite) -> Result<()> {
         guest_cpus: o.g.cpus,
         guest_memory_mb: o.g.memory,
         timing,
+        provenance: Some(kcidb::provenance_of(&p.kernel)),
     };
     let recorded = used
         .iter()
         .map(|(n, d)| (n.clone(), d.recorded()))
         .collect();
-    let res = kind.results(header, schedulers, recorded, runs);
-    fs::write(
-        out.join("results.json"),
-        serde_json::to_string_pretty(&res)?,
-    )?;
-    K::write_report(&out, &res)?;
-    blkserve::append_to_report(&out)?;
-    println!("{}", K::table_markdown(&res));
+    let (failed, total) = finish(&kind, &out, plan, header, schedulers, recorded)?;
     if let Some(lags) = lags.filter(|l| !l.is_empty()) {
         println!("device servers' lag:\n{}", blkserve::lag_markdown(&lags));
     }
@@ -181,6 +178,39 @@ pub fn run<K: Kind>(o: &QemuBench, suite: &Suite) -> Result<()> {
         util::human_secs(started_at.elapsed().as_secs())
     ));
     verdict(&boot, &r, failed, total)
+}
+
+/// Reads the runs' output in `out`/runs, writes results.json, the report,
+/// the charts and kcidb.json, and prints the tables. Returns how many
+/// runs failed, of how many.
+pub fn finish<K: Kind>(
+    kind: &K,
+    out: &Path,
+    plan: Vec<Planned<K::Case>>,
+    header: Header,
+    schedulers: Vec<String>,
+    devices: BTreeMap<String, Device>,
+) -> Result<(usize, usize)> {
+    let runs_dir = out.join("runs");
+    let runs: Vec<RunRecord<K::Case, K::Measured>> = plan
+        .into_iter()
+        .map(|pr| {
+            let m = kind.read_run(&runs_dir, &pr);
+            RunRecord::new(pr, m)
+        })
+        .collect();
+    let failed = runs.iter().filter(|r| !r.ok).count();
+    let total = runs.len();
+    let res = kind.results(header, schedulers, devices, runs);
+    fs::write(
+        out.join("results.json"),
+        serde_json::to_string_pretty(&res)?,
+    )?;
+    K::write_report(out, &res)?;
+    kcidb::write(out, K::header(&res), &K::kcidb_runs(&res))?;
+    blkserve::append_to_report(out)?;
+    println!("{}", K::table_markdown(&res));
+    Ok((failed, total))
 }
 
 /// Lays out the job folder for the guest: an empty `runs/`, the plan, and
@@ -244,6 +274,7 @@ pub fn rerender<K: Kind>(file: &Path, text: &str, not_valid: &str) -> Result<()>
     K::reread(&mut res);
     let dir = file.parent().unwrap_or(Path::new("."));
     K::write_report(dir, &res)?;
+    kcidb::write(dir, K::header(&res), &K::kcidb_runs(&res))?;
     blkserve::append_to_report(dir)?;
     println!("{}", K::table_markdown(&res));
     note(&format!("wrote {}", dir.join("report.md").display()));

@@ -13,9 +13,9 @@ use super::kind::{Kind, Suite};
 use crate::devices::Device;
 use crate::flags::QemuBench;
 use crate::guest::Prepared;
-use crate::insns;
 use crate::results::{Header, Planned, Timing};
 use crate::util::note;
+use crate::{insns, kcidb};
 use anyhow::{bail, Result};
 use std::collections::BTreeMap;
 use std::fs;
@@ -60,6 +60,71 @@ impl Fio {
         }
         Ok(workloads)
     }
+}
+
+impl Fio {
+    /// The kind for `host-bench`: the suite's workloads (those named in
+    /// `want`, else all), less those that write unless `writes_allowed`.
+    /// Returns it and the names left out; fails when a named workload
+    /// writes and writing is not allowed, or when none is left.
+    pub fn for_host(
+        suite: &Suite,
+        want: Option<&[String]>,
+        writes_allowed: bool,
+    ) -> Result<(Fio, Vec<String>)> {
+        let mut workloads = Fio::workloads(suite, want)?;
+        let mut left_out = Vec::new();
+        if !writes_allowed {
+            if let Some(w) = want.and_then(|_| workloads.iter().find(|w| writes(&w.fio))) {
+                bail!(
+                    "workload {} writes to the device; add --destructive to overwrite it",
+                    w.name
+                );
+            }
+            left_out = workloads
+                .iter()
+                .filter(|w| writes(&w.fio))
+                .map(|w| w.name.clone())
+                .collect();
+            workloads.retain(|w| !writes(&w.fio));
+            if workloads.is_empty() {
+                bail!(
+                    "suite {} has no read-only workload; add --destructive to run its \
+                     write workloads",
+                    suite.name
+                );
+            }
+        }
+        let fio = Fio {
+            workloads,
+            profile: false,
+            count_insns: false,
+            plugin: None,
+            symbols: None,
+        };
+        Ok((fio, left_out))
+    }
+
+    /// The names of the workloads that write.
+    pub fn writing_workloads(&self) -> Vec<String> {
+        self.workloads
+            .iter()
+            .filter(|w| writes(&w.fio))
+            .map(|w| w.name.clone())
+            .collect()
+    }
+}
+
+/// Whether fio's arguments make it write: an `--rw` (`--readwrite`) other
+/// than `read` or `randread`; fio reads when it has none.
+pub fn writes(fio_args: &str) -> bool {
+    fio_args
+        .split_whitespace()
+        .filter_map(|a| {
+            a.strip_prefix("--rw=")
+                .or_else(|| a.strip_prefix("--readwrite="))
+        })
+        .any(|rw| !matches!(rw.split(':').next(), Some("read" | "randread")))
 }
 
 impl Kind for Fio {
@@ -170,18 +235,12 @@ impl Kind for Fio {
 
     fn read_run(&self, runs_dir: &Path, run: &Planned<FioCase>) -> Result<Measured, String> {
         let base = runs_dir.join(&run.id);
-        if let Ok(e) = fs::read_to_string(base.with_extension("err")) {
-            return Err(e.trim().to_string());
-        }
-        let Ok(j) = fs::read_to_string(base.with_extension("json")) else {
-            return Err("no result: the guest stopped before this run".into());
-        };
-        let mut m = parse_fio(&j).map_err(|e| format!("{e:#}"))?;
+        let mut m = read_fio_run(runs_dir, &run.id)?;
         if let Ok(c) = fs::read_to_string(base.with_extension("counters")) {
             add_counters(&mut m, &c);
         }
         if let Some(syms) = &self.symbols {
-            m.insns = count_insns(&base, syms, &run.scheduler);
+            m.insns = count_insns(&base, syms, super::sched::elevator_of(&run.scheduler));
         }
         Ok(m)
     }
@@ -216,6 +275,61 @@ impl Kind for Fio {
     fn table_markdown(res: &Results) -> String {
         report::table_markdown(res)
     }
+
+    fn header(res: &Results) -> &Header {
+        &res.header
+    }
+
+    fn kcidb_runs(res: &Results) -> Vec<kcidb::Run> {
+        kcidb::runs_of(&res.runs, |c| c.workload.clone(), kcidb_metrics)
+    }
+}
+
+/// A fio run's figures for kcidb.json, in base units where KCIDB scales
+/// them (seconds, bytes per second).
+pub(crate) fn kcidb_metrics(m: &Measured) -> Vec<kcidb::Metric> {
+    use kcidb::Metric;
+    let mut out = vec![
+        Metric::plain("iops", m.iops, "IOPS"),
+        Metric::scaled("bandwidth", m.mb_s * 1e6, "B/s"),
+        Metric::scaled("lat_mean", m.lat_mean_us * 1e-6, "s"),
+        Metric::scaled("lat_p50", m.lat_p50_us * 1e-6, "s"),
+        Metric::scaled("lat_p99", m.lat_p99_us * 1e-6, "s"),
+        Metric::scaled("lat_p999", m.lat_p999_us * 1e-6, "s"),
+    ];
+    let optional = [
+        ("ctx_per_kio", m.ctx_per_kio, "switches/1000 I/Os"),
+        ("sys_ctx_per_kio", m.sys_ctx_per_kio, "switches/1000 I/Os"),
+        (
+            "kernel_insns_per_request",
+            m.insns.as_ref().map(|c| c.kernel_per_request),
+            "instructions/request",
+        ),
+        (
+            "scheduler_insns_per_request",
+            m.insns.as_ref().map(|c| c.scheduler_per_request),
+            "instructions/request",
+        ),
+    ];
+    out.extend(
+        optional
+            .into_iter()
+            .filter_map(|(name, v, unit)| Some(Metric::plain(name, v?, unit))),
+    );
+    out
+}
+
+/// What one fio run of the guest measured: fio's JSON, `runs/<id>.json`,
+/// read; or why the run failed (`runs/<id>.err`, or no output).
+pub fn read_fio_run(runs_dir: &Path, id: &str) -> Result<Measured, String> {
+    let base = runs_dir.join(id);
+    if let Ok(e) = fs::read_to_string(base.with_extension("err")) {
+        return Err(e.trim().to_string());
+    }
+    let Ok(j) = fs::read_to_string(base.with_extension("json")) else {
+        return Err("no result: the guest stopped before this run".into());
+    };
+    parse_fio(&j).map_err(|e| format!("{e:#}"))
 }
 
 /// A run's instruction counts (`<base>.insns`, from the plugin), per
@@ -283,6 +397,36 @@ mod tests {
             Fio::tsv(&full[1]),
             format!("randwrite\t{}", full[1].fio_args)
         );
+    }
+
+    #[test]
+    fn the_host_runs_only_read_workloads_unless_told_to_write() {
+        assert!(!writes("--rw=randread --bs=4k"));
+        assert!(!writes("--bs=4k"));
+        assert!(!writes("--rw=read:16k"));
+        assert!(writes("--rw=randwrite"));
+        assert!(writes("--readwrite=randrw --rwmixread=70"));
+        assert!(writes("--rw=trim"));
+        let suite = Suite::load(&crate::util::repo_root(), "fio-basic").unwrap();
+        let (f, out) = Fio::for_host(&suite, None, false).unwrap();
+        let names = |f: &Fio| {
+            f.workloads
+                .iter()
+                .map(|w| w.name.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names(&f), ["randread", "seqread"]);
+        assert_eq!(out, ["randwrite", "seqwrite"]);
+        let (f, out) = Fio::for_host(&suite, None, true).unwrap();
+        assert_eq!(names(&f).len(), 4);
+        assert_eq!(f.writing_workloads(), ["randwrite", "seqwrite"]);
+        assert!(out.is_empty());
+        let named = vec!["randwrite".to_string()];
+        let Err(e) = Fio::for_host(&suite, Some(&named), false) else {
+            panic!("a write workload without --destructive")
+        };
+        assert!(format!("{e}").contains("--destructive"), "{e}");
+        assert!(Fio::for_host(&suite, Some(&named), true).is_ok());
     }
 
     #[test]

@@ -34,7 +34,6 @@ use crate::util;
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// The suite's `[startup]` table, checked.
 fn spec_of(suite: &Suite) -> Result<StartupSpec> {
@@ -50,24 +49,6 @@ pub struct Startup {
     spec: StartupSpec,
     /// tools/startup-replay built for the host (when an application replays).
     replayer: Option<PathBuf>,
-}
-
-/// Builds tools/startup-replay (release) and returns the binary's path.
-fn build_replayer(root: &Path) -> Result<PathBuf> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    util::run(Command::new(cargo).current_dir(root).args([
-        "build",
-        "--release",
-        "--quiet",
-        "-p",
-        "startup-replay",
-    ]))
-    .context("building tools/startup-replay")?;
-    let bin = root.join("target/release/startup-replay");
-    if !bin.is_file() {
-        bail!("{} was not built", bin.display());
-    }
-    Ok(bin)
 }
 
 /// The suite narrowed to the applications and loads named in
@@ -179,7 +160,7 @@ impl Kind for Startup {
 
     fn prepared(&mut self, _o: &QemuBench, _p: &Prepared) -> Result<()> {
         if self.spec.replays() {
-            self.replayer = Some(build_replayer(&util::repo_root())?);
+            self.replayer = Some(util::build_host_tool(&util::repo_root(), "startup-replay")?);
         }
         Ok(())
     }
@@ -305,6 +286,34 @@ impl Kind for Startup {
     fn table_markdown(res: &StartupResults) -> String {
         report::table_markdown(res)
     }
+
+    fn header(res: &StartupResults) -> &Header {
+        &res.header
+    }
+
+    fn kcidb_runs(res: &StartupResults) -> Vec<crate::kcidb::Run> {
+        use crate::kcidb::Metric;
+        crate::kcidb::runs_of(
+            &res.runs,
+            |c| {
+                let app = c.app.clone().unwrap_or_else(|| "tar".into());
+                match &c.load {
+                    Some(load) => format!("{app}.{load}"),
+                    None => app,
+                }
+            },
+            |m| {
+                let mut out = vec![
+                    Metric::scaled("startup_time", m.startup_s, "s"),
+                    Metric::scaled("readers_bandwidth", m.readers_mb_s * 1e6, "B/s"),
+                ];
+                if let Some(a) = m.alone_s {
+                    out.push(Metric::scaled("alone_time", a, "s"));
+                }
+                out
+            },
+        )
+    }
 }
 
 /// A results header for the kind's tests.
@@ -325,6 +334,7 @@ fn test_header(suite: &str, timing: Timing) -> Header {
         guest_cpus: 2,
         guest_memory_mb: 2048,
         timing,
+        provenance: None,
     }
 }
 

@@ -1,4 +1,4 @@
-//! The seed's start-up figures (configs/seeds/startup-valente.toml: the
+//! The seed's start-up figures (configs/seeds/startup/valente-bfq.toml: the
 //! BFQ result pages of the S suite's `comm_startup_lat`), read at report
 //! time and put beside ours: orderings and ratios, not absolute times
 //! (our devices are models and our CPU is emulated).
@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 /// The seed file, relative to the repository.
-pub const SEED_FILE: &str = "configs/seeds/startup-valente.toml";
+pub const SEED_FILE: &str = "configs/seeds/startup/valente-bfq.toml";
 
 #[derive(Deserialize, Debug, Clone)]
 #[serde(deny_unknown_fields)]
