@@ -13,7 +13,8 @@
 # longer, every scheduler on the debug kernel too; otherwise each case
 # takes a few seconds and the debug kernel leaves out NARROW_SCHEDULERS.
 # SOAK_MINUTES (job.env; `cargo xtask test --soak M`) is fault_soak's
-# length.
+# length; HOTPLUG_DEVS (NAME=PATH ...) the disks fault_hot_remove may ask
+# xtask to unplug.
 
 FAULT_TESTS="fault_requeue fault_timeout fault_hw_queues fault_switchers fault_cpu_hotplug fault_alloc fault_hot_remove"
 
@@ -502,11 +503,16 @@ fault_alloc_case() { # n scheduler old-scheduler
 	done
 	if [ $rc = 0 ] && [ "$cur" = "$s" ]; then took=1; fi
 	# Sysfs writes: each tunable's own value.
-	local t f v wpoints=0 wfailed=0
+	local f v wpoints=0 wfailed=0 ro=0
 	set_sched "$FAULT_DEV" "$s" || bad="$bad cannot_select_$s"
 	for f in $q/iosched/*; do
 		[ -e "$f" ] || continue
 		v=$(cat "$f")
+		# One that refuses its own value unprovoked is read-only.
+		if ! echo "$v" > "$f" 2>/dev/null; then
+			ro=$((ro + 1))
+			continue
+		fi
 		nth=1
 		while [ $nth -lt 500 ]; do
 			fault_nth_arm $nth
@@ -541,7 +547,7 @@ fault_alloc_case() { # n scheduler old-scheduler
 	wait $fio_pid
 	fault_totals_import
 	rm -f /tmp/fault.stop
-	out "    # $s (from $old): switch: $points allocation points tried (every ${step}th), $absorbed absorbed, $kept failed keeping $old, $fellback failed falling back to none, then $( [ $took = 1 ] && echo took || echo 'did not take'); tunables: $wpoints write points, $wfailed failed; $procs processes with failing allocations, $pfailed failed; $(fault_totals_line)"
+	out "    # $s (from $old): switch: $points allocation points tried (every ${step}th), $absorbed absorbed, $kept failed keeping $old, $fellback failed falling back to none, then $( [ $took = 1 ] && echo took || echo 'did not take'); tunables: $wpoints write points, $wfailed failed ($ro read-only ones left out); $procs processes with failing allocations, $pfailed failed; $(fault_totals_line)"
 	if [ -z "$bad" ] && [ $took = 1 ] && [ $points -gt 0 ] && [ $T_BAD = 0 ] && [ $T_ERRS = 0 ] &&
 		[ $T_FIOFAIL = 0 ] && [ $T_VERIFIED -gt 0 ] && quick_verify "$FAULT_DEV" 200; then
 		out "    ok $n $s"
