@@ -25,8 +25,8 @@ FAULT_NULLB=nullb7
 FAULT_DEV=/dev/$FAULT_NULLB
 FAULT_CFG=/sys/kernel/config/nullb/$FAULT_NULLB
 
-# Seconds a timed case runs: $1 normally, $2 with FAULTS_LONG.
-fault_secs() {
+# A length (seconds, rounds, processes): $1 normally, $2 with FAULTS_LONG.
+fault_len() {
 	if [ "${FAULTS_LONG:-0}" = 1 ]; then echo "$2"; else echo "$1"; fi
 }
 
@@ -119,16 +119,18 @@ fault_totals_add() {
 	[ "$F_OK" = 0 ] || T_FIOFAIL=$((T_FIOFAIL + 1))
 }
 
-# Rounds of fault_fio on DEV (16 MiB each, cycling through 192 MiB from
-# $3 MiB) until $2 seconds have passed, at least one, or until
-# /tmp/fault.stop exists when $2 is 0; running totals in T_*.
+# Rounds of fault_fio on DEV (8 MiB each, 16 with FAULTS_LONG, cycling
+# through 12 rounds' space from $3 MiB) until $2 seconds have passed, at
+# least one, or until /tmp/fault.stop exists when $2 is 0; running totals
+# in T_*.
 fault_fio_for() { # dev secs from_mb [fio options]
-	local dev=$1 secs=$2 from=$3 t_end round=0
+	local dev=$1 secs=$2 from=$3 t_end round=0 mb
 	shift 3
+	mb=$(fault_len 8 16)
 	t_end=$(( $(date +%s) + secs ))
 	fault_totals_reset
 	while :; do
-		fault_fio "round$round" "$dev" $((from + (round % 12) * 16)) 16 "$@"
+		fault_fio "round$round" "$dev" $((from + (round % 12) * mb)) "$mb" "$@"
 		fault_totals_add
 		round=$((round + 1))
 		if [ "$secs" = 0 ]; then
@@ -188,7 +190,7 @@ fault_requeue() {
 			continue
 		fi
 		fault_attr_set requeue_inject 30 $times
-		fault_fio_for "$FAULT_DEV" "$(fault_secs 2 30)" 0
+		fault_fio_for "$FAULT_DEV" "$(fault_len 1 30)" 0
 		used=$(fault_attr_used requeue_inject $times)
 		fault_attr_off requeue_inject
 		out "    # $s: $used requeues injected; $(fault_totals_line)"
@@ -217,7 +219,7 @@ fault_timeout() {
 	fault_needs_injection || return
 	q=/sys/block/$FAULT_NULLB/queue
 	echo 1000 > "$q/io_timeout"
-	times=$(fault_secs 6 40)
+	times=$(fault_len 6 40)
 	for s in $scheds; do
 		n=$((n + 1))
 		if ! set_sched "$FAULT_DEV" "$s"; then
@@ -226,7 +228,7 @@ fault_timeout() {
 		fi
 		fault_attr_set timeout_inject 2 "$times"
 		fault_attr_set requeue_inject 10 1000000
-		fault_fio_for "$FAULT_DEV" "$(fault_secs 2 30)" 0
+		fault_fio_for "$FAULT_DEV" "$(fault_len 1 30)" 0
 		used=$(fault_attr_used timeout_inject "$times")
 		requeues=$(fault_attr_used requeue_inject 1000000)
 		fault_attr_off timeout_inject
@@ -252,7 +254,7 @@ fault_hw_queues() {
 	local scheds n=0 s next changes switches fio_pid secs
 	scheds=$(fault_scheds)
 	fault_plan "$(echo $scheds | wc -w)" || return
-	secs=$(fault_secs 3 30)
+	secs=$(fault_len 1 30)
 	for s in $scheds; do
 		n=$((n + 1))
 		next=$(echo $scheds $scheds | tr ' ' '\n' | grep -A1 -x -m1 -- "$s" | tail -1)
@@ -308,7 +310,7 @@ fault_switchers() {
 	devs=$FAULT_DEV
 	[ "${FAULTS_LONG:-0}" = 1 ] && devs="$devs $DEVICES"
 	fault_plan "$(echo $devs | wc -w)" || return
-	secs=$(fault_secs 4 60)
+	secs=$(fault_len 3 60)
 	for dev in $devs; do
 		n=$((n + 1))
 		local i pids="" fio_pid switches=0 tried=0 off=0
@@ -366,7 +368,7 @@ fault_cpu_hotplug() {
 		return
 	fi
 	fault_plan "$(echo $scheds | wc -w)" 2 || return
-	secs=$(fault_secs 3 30)
+	secs=$(fault_len 1 30)
 	for s in $scheds; do
 		n=$((n + 1))
 		if ! set_sched "$FAULT_DEV" "$s"; then
@@ -470,7 +472,7 @@ fault_alloc_case() { # n scheduler old-scheduler
 	local n=$1 s=$2 old=$3 q fio_pid nth rc cur step bad=""
 	local points=0 took=0 absorbed=0 kept=0 fellback=0
 	q=/sys/block/$FAULT_NULLB/queue
-	step=$(fault_secs 4 1)
+	step=$(fault_len 4 1)
 	exec {FNTH_W}>/proc/thread-self/fail-nth
 	rm -f /tmp/fault.stop
 	(fault_fio_for "$FAULT_DEV" 0 0; fault_totals_export) &
@@ -530,7 +532,7 @@ fault_alloc_case() { # n scheduler old-scheduler
 	exec {FNTH_W}>&-
 	# Processes whose allocations fail.
 	local procs i pfailed=0 pids
-	procs=$(fault_secs 40 400)
+	procs=$(fault_len 40 400)
 	for a in $FAILSLAB $FAILPAGE; do echo 20 > $a/probability; done
 	for i in $(seq "$procs"); do
 		sh -c 'echo 1 > /proc/self/make-it-fail && exec dd if="$1" of=/dev/null bs=4k count=8 iflag=direct skip="$2" status=none' \
@@ -598,20 +600,33 @@ wait_block() { # name secs [gone]
 # must stay up, the removed disk's fio must end (with errors) rather than
 # hang, no other device may see an I/O error, the disk must come back under
 # its name, take the scheduler again and verify. HOTPLUG_DEVS (job.env:
-# name=path of each disk xtask can unplug) names the disks; one case per
-# disk and scheduler.
+# name=path of each disk xtask can unplug) names the disks. With
+# FAULTS_LONG, one case per disk and scheduler; otherwise one per disk, the
+# disks taking the Rust elevators in turn.
 fault_hot_remove() {
-	local scheds n=0 s e name path cases=0
+	local scheds n=0 s e name path cases=0 turn=0
 	if [ -z "${HOTPLUG_DEVS:-}" ]; then
 		echo "no disk QEMU can unplug (HOTPLUG_DEVS empty: the monitor is xtask's)" > /tmp/skip
 		out "    1..0"
 		return
 	fi
 	scheds=$(fault_scheds)
-	cases=$(( $(echo $HOTPLUG_DEVS | wc -w) * $(echo $scheds | wc -w) ))
+	local -a rust=($(echo $scheds | tr ' ' '\n' | grep '^rust-'))
+	[ ${#rust[@]} -gt 0 ] || rust=($scheds)
+	if [ "${FAULTS_LONG:-0}" = 1 ]; then
+		cases=$(( $(echo $HOTPLUG_DEVS | wc -w) * $(echo $scheds | wc -w) ))
+	else
+		cases=$(echo $HOTPLUG_DEVS | wc -w)
+	fi
 	fault_plan $cases || return
 	for e in $HOTPLUG_DEVS; do
 		name=${e%%=*}; path=${e#*=}
+		if [ "${FAULTS_LONG:-0}" != 1 ]; then
+			n=$((n + 1))
+			hot_remove_case $n "$name" "$path" "${rust[turn % ${#rust[@]}]}"
+			turn=$((turn + 1))
+			continue
+		fi
 		for s in $scheds; do
 			n=$((n + 1))
 			hot_remove_case $n "$name" "$path" "$s"
