@@ -210,8 +210,8 @@ fault_requeue() {
 # BLK_STS_TIMEOUT), io_timeout 1 s, beside 10 % requeues. A timed-out write
 # fails; fio leaves it out of its verification. Every other write must read
 # back, and fio must see no more errors than timeouts were injected (a
-# timed-out request ends as one I/O error for each bio in it; the writes are
-# 4 KiB, random, so hardly ever merged).
+# timed-out request ends as one I/O error for each bio in it: merging is off
+# on the queue, nomerges 2, so that each request is one of fio's).
 fault_timeout() {
 	local scheds n=0 s times used requeues q
 	scheds=$(fault_scheds)
@@ -219,6 +219,7 @@ fault_timeout() {
 	fault_needs_injection || return
 	q=/sys/block/$FAULT_NULLB/queue
 	echo 1000 > "$q/io_timeout"
+	echo 2 > "$q/nomerges"
 	times=$(fault_len 6 40)
 	for s in $scheds; do
 		n=$((n + 1))
