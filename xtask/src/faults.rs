@@ -144,10 +144,9 @@ mod tests {
 
     #[test]
     fn fault_test_names_match_tests_faults_sh() {
-        let sh = std::fs::read_to_string(
-            crate::util::repo_root().join("qemu/guest/tests_faults.sh"),
-        )
-        .unwrap();
+        let sh =
+            std::fs::read_to_string(crate::util::repo_root().join("qemu/guest/tests_faults.sh"))
+                .unwrap();
         let listed: Vec<&str> = sh
             .lines()
             .find_map(|l| l.strip_prefix("FAULT_TESTS=\""))
@@ -157,10 +156,15 @@ mod tests {
             .collect();
         assert_eq!(listed, FAULT_TESTS);
         for t in FAULT_TESTS.iter().chain([&SOAK_TEST]) {
-            assert!(sh.contains(&format!("\n{t}() {{")), "{t} in tests_faults.sh");
+            assert!(
+                sh.contains(&format!("\n{t}() {{")),
+                "{t} in tests_faults.sh"
+            );
         }
-        assert!(std::fs::read_to_string(crate::util::repo_root().join("qemu/guest/tests.sh"))
-            .unwrap()
-            .contains("/tests_faults.sh\""));
+        assert!(
+            std::fs::read_to_string(crate::util::repo_root().join("qemu/guest/tests.sh"))
+                .unwrap()
+                .contains("/tests_faults.sh\"")
+        );
     }
 }

@@ -139,7 +139,12 @@ pub fn run(t: &flags::Test) -> Result<()> {
     }
     let mode = faults::Mode::of(t.faults, t.soak);
     for x in t.only.iter().flatten() {
-        let known = [GUEST_TESTS, EMULATED_TESTS, faults::FAULT_TESTS, &[faults::SOAK_TEST]];
+        let known = [
+            GUEST_TESTS,
+            EMULATED_TESTS,
+            faults::FAULT_TESTS,
+            &[faults::SOAK_TEST],
+        ];
         if !known.iter().any(|l| l.contains(&x.as_str())) {
             bail!(
                 "no in-guest test {x:?}; there are: {}",
@@ -250,8 +255,7 @@ fn guest_tests(
             "{}SELFTEST_MODULE='{}'\nSCHEDULERS='{}'\nTESTS='{}'\n\
              SLOW_DEV='{}'\nSTARVE_DEV='{}'\nFAIRNESS_SCHEDULERS='{}'\nKERNEL_FLAVOR='{}'\n\
              EMULATED_DEVS='{}'\nRAID_DEVS='{}'\nNARROW_SCHEDULERS='{}'\n",
-            p.job_env(used.iter().map(|(_, d)| d), &made)?
-                + &mode.job_env(&hotplug),
+            p.job_env(used.iter().map(|(_, d)| d), &made)? + &mode.job_env(&hotplug),
             selftest,
             shell_words(p.all_schedulers()),
             shell_words(tests.iter().cloned()),
