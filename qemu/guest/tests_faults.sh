@@ -74,6 +74,13 @@ fault_dev_remove() {
 	rmdir "$FAULT_CFG" 2>/dev/null
 }
 
+# Selects scheduler $2 on the fault device, or fails case $1.
+fault_select() { # n scheduler
+	set_sched "$FAULT_DEV" "$2" && return 0
+	out "    not ok $1 $2 # cannot select $2"
+	return 1
+}
+
 # A test's plan, having made the fault device with $2 submit queues
 # (default 1); a failing case when it cannot be made.
 fault_plan() { # cases [submit_queues]
@@ -145,6 +152,47 @@ fault_totals_line() {
 	echo "$T_WRITES writes, $T_VERIFIED blocks verified, $T_ERRS I/O errors, $T_BAD bad blocks"
 }
 
+# Whether the verified I/O (T_*) was clean: fio ran and verified, no bad
+# block, and no more I/O errors than $1 (default 0).
+fault_io_clean() { # [errors allowed]
+	[ $T_BAD = 0 ] && [ $T_ERRS -le "${1:-0}" ] && [ $T_FIOFAIL = 0 ] && [ $T_VERIFIED -gt 0 ]
+}
+
+# Case $1 ($2): ok when the command after them succeeds, else not ok with
+# what $3 says went wrong and the end of fio's log.
+fault_case() { # n label wrong command...
+	local n=$1 label=$2 wrong=$3
+	shift 3
+	if "$@"; then
+		out "    ok $n $label"
+	else
+		out "    # wrong:${wrong:- see the figures}; $(tail -3 /tmp/ffio.log | tr '\n' ' ')"
+		out "    not ok $n $label"
+	fi
+}
+
+# fault_fio_for in the background (fault_bg_start DEV SECS FROM [fio
+# options]; SECS 0: until fault_bg_wait) and its totals in T_* once it is
+# done (fault_bg_wait).
+fault_bg_start() {
+	rm -f /tmp/fault.stop /tmp/fault.totals
+	(fault_fio_for "$@"; fault_totals_export) &
+	FAULT_BG=$!
+}
+fault_bg_wait() {
+	touch /tmp/fault.stop
+	wait $FAULT_BG
+	rm -f /tmp/fault.stop
+	fault_totals_reset
+	T_FIOFAIL=1
+	# shellcheck disable=SC1091
+	[ -s /tmp/fault.totals ] && . /tmp/fault.totals
+	rm -f /tmp/fault.totals
+}
+fault_totals_export() {
+	echo "T_WRITES=$T_WRITES T_VERIFIED=$T_VERIFIED T_ERRS=$T_ERRS T_BAD=$T_BAD T_FIOFAIL=$T_FIOFAIL" > /tmp/fault.totals
+}
+
 # A fault attribute group of null_blk's configfs (requeue_inject,
 # timeout_inject): a fault on $2 % of the requests, at most $3 times,
 # without a message per fault (verbose 0).
@@ -185,22 +233,13 @@ fault_requeue() {
 	fault_needs_injection || return
 	for s in $scheds; do
 		n=$((n + 1))
-		if ! set_sched "$FAULT_DEV" "$s"; then
-			out "    not ok $n $s # cannot select $s"
-			continue
-		fi
+		fault_select $n "$s" || continue
 		fault_attr_set requeue_inject 30 $times
 		fault_fio_for "$FAULT_DEV" "$(fault_len 1 30)" 0
 		used=$(fault_attr_used requeue_inject $times)
 		fault_attr_off requeue_inject
 		out "    # $s: $used requeues injected; $(fault_totals_line)"
-		if [ "$used" -gt 0 ] && [ $T_BAD = 0 ] && [ $T_ERRS = 0 ] && [ $T_FIOFAIL = 0 ] &&
-			[ $T_VERIFIED -gt 0 ]; then
-			out "    ok $n $s"
-		else
-			out "    # $(tail -3 /tmp/ffio.log | tr '\n' ' ')"
-			out "    not ok $n $s"
-		fi
+		fault_case $n "$s" "" eval '[ "$used" -gt 0 ] && fault_io_clean'
 	done
 	fault_dev_remove
 }
@@ -223,10 +262,7 @@ fault_timeout() {
 	times=$(fault_len 6 40)
 	for s in $scheds; do
 		n=$((n + 1))
-		if ! set_sched "$FAULT_DEV" "$s"; then
-			out "    not ok $n $s # cannot select $s"
-			continue
-		fi
+		fault_select $n "$s" || continue
 		fault_attr_set timeout_inject 2 "$times"
 		fault_attr_set requeue_inject 10 1000000
 		fault_fio_for "$FAULT_DEV" "$(fault_len 1 30)" 0
@@ -235,13 +271,8 @@ fault_timeout() {
 		fault_attr_off timeout_inject
 		fault_attr_off requeue_inject
 		out "    # $s: $used timeouts and $requeues requeues injected; $(fault_totals_line)"
-		if [ "$used" -gt 0 ] && [ $T_BAD = 0 ] && [ $T_ERRS -le "$used" ] &&
-			[ $T_VERIFIED -gt 0 ] && quick_verify "$FAULT_DEV" 200; then
-			out "    ok $n $s"
-		else
-			out "    # $(tail -3 /tmp/ffio.log | tr '\n' ' ')"
-			out "    not ok $n $s"
-		fi
+		fault_case $n "$s" "" eval '[ "$used" -gt 0 ] && fault_io_clean "$used" &&
+			quick_verify "$FAULT_DEV" 200' 
 	done
 	fault_dev_remove
 }
@@ -259,13 +290,10 @@ fault_hw_queues() {
 	for s in $scheds; do
 		n=$((n + 1))
 		next=$(echo $scheds $scheds | tr ' ' '\n' | grep -A1 -x -m1 -- "$s" | tail -1)
-		if ! set_sched "$FAULT_DEV" "$s"; then
-			out "    not ok $n $s # cannot select $s"
-			continue
-		fi
+		fault_select $n "$s" || continue
 		changes=0 switches=0
-		(fault_fio_for "$FAULT_DEV" "$secs" 0; fault_totals_export) &
-		fio_pid=$!
+		fault_bg_start "$FAULT_DEV" "$secs" 0
+		fio_pid=$FAULT_BG
 		local qn=2 el=$next
 		while kill -0 $fio_pid 2>/dev/null; do
 			echo $qn > "$FAULT_CFG/submit_queues" 2>/dev/null && changes=$((changes + 1))
@@ -274,31 +302,12 @@ fault_hw_queues() {
 			[ "$el" = "$s" ] && el=$next || el=$s
 			sleep 0.1
 		done
-		wait $fio_pid
-		fault_totals_import
+		fault_bg_wait
 		echo 1 > "$FAULT_CFG/submit_queues"
 		out "    # $s (with $next): $changes submit_queues changes, $switches switches; $(fault_totals_line)"
-		if [ $changes -gt 0 ] && [ $switches -gt 0 ] && [ $T_BAD = 0 ] && [ $T_ERRS = 0 ] &&
-			[ $T_FIOFAIL = 0 ] && [ $T_VERIFIED -gt 0 ]; then
-			out "    ok $n $s"
-		else
-			out "    # $(tail -3 /tmp/ffio.log | tr '\n' ' ')"
-			out "    not ok $n $s"
-		fi
+		fault_case $n "$s" "" eval '[ $changes -gt 0 ] && [ $switches -gt 0 ] && fault_io_clean'
 	done
 	fault_dev_remove
-}
-
-# A background fault_fio_for hands its totals to the test through a file.
-fault_totals_export() {
-	echo "T_WRITES=$T_WRITES T_VERIFIED=$T_VERIFIED T_ERRS=$T_ERRS T_BAD=$T_BAD T_FIOFAIL=$T_FIOFAIL" > /tmp/fault.totals
-}
-fault_totals_import() {
-	fault_totals_reset
-	T_FIOFAIL=1
-	# shellcheck disable=SC1091
-	[ -s /tmp/fault.totals ] && . /tmp/fault.totals
-	rm -f /tmp/fault.totals
 }
 
 # --- fault_switchers: 8 processes each select a random scheduler of the
@@ -317,27 +326,21 @@ fault_switchers() {
 		local i pids="" fio_pid switches=0 tried=0 off=0
 		[ "$dev" = "$FAULT_DEV" ] || off=256
 		rm -f /tmp/switcher.*
-		(fault_fio_for "$dev" "$secs" $off; fault_totals_export) &
-		fio_pid=$!
+		fault_bg_start "$dev" "$secs" $off
+		fio_pid=$FAULT_BG
 		for i in $(seq 8); do
 			fault_switcher "$dev" "$fio_pid" "$scheds" > "/tmp/switcher.$i" &
 			pids="$pids $!"
 		done
-		wait $fio_pid
 		for i in $pids; do wait "$i"; done
-		fault_totals_import
+		fault_bg_wait
 		for i in $(seq 8); do
 			read -r a b < "/tmp/switcher.$i"
 			tried=$((tried + ${a:-0})); switches=$((switches + ${b:-0}))
 		done
 		out "    # $(devname "$dev"): 8 switchers, $switches of $tried switches took; $(fault_totals_line)"
-		if [ $switches -gt 0 ] && [ $T_BAD = 0 ] && [ $T_ERRS = 0 ] && [ $T_FIOFAIL = 0 ] &&
-			[ $T_VERIFIED -gt 0 ] && set_sched "$dev" none; then
-			out "    ok $n $(devname "$dev")"
-		else
-			out "    # $(tail -3 /tmp/ffio.log | tr '\n' ' ')"
-			out "    not ok $n $(devname "$dev")"
-		fi
+		fault_case $n "$(devname "$dev")" "" eval '[ $switches -gt 0 ] && fault_io_clean &&
+			set_sched "$dev" none'
 	done
 	fault_dev_remove
 }
@@ -372,14 +375,11 @@ fault_cpu_hotplug() {
 	secs=$(fault_len 1 30)
 	for s in $scheds; do
 		n=$((n + 1))
-		if ! set_sched "$FAULT_DEV" "$s"; then
-			out "    not ok $n $s # cannot select $s"
-			continue
-		fi
+		fault_select $n "$s" || continue
 		cycles=0
 		local failed=0
-		(fault_fio_for "$FAULT_DEV" "$secs" 0; fault_totals_export) &
-		fio_pid=$!
+		fault_bg_start "$FAULT_DEV" "$secs" 0
+		fio_pid=$FAULT_BG
 		while kill -0 $fio_pid 2>/dev/null; do
 			echo 0 > $cpu || failed=$((failed + 1))
 			sleep 0.2
@@ -387,17 +387,10 @@ fault_cpu_hotplug() {
 			cycles=$((cycles + 1))
 			sleep 0.2
 		done
-		wait $fio_pid
-		fault_totals_import
+		fault_bg_wait
 		[ "$(cat $cpu)" = 1 ] || echo 1 > $cpu
 		out "    # $s: CPU 1 offline and online $cycles times ($failed refused); $(fault_totals_line)"
-		if [ $cycles -gt 0 ] && [ $failed = 0 ] && [ $T_BAD = 0 ] && [ $T_ERRS = 0 ] &&
-			[ $T_FIOFAIL = 0 ] && [ $T_VERIFIED -gt 0 ]; then
-			out "    ok $n $s"
-		else
-			out "    # $(tail -3 /tmp/ffio.log | tr '\n' ' ')"
-			out "    not ok $n $s"
-		fi
+		fault_case $n "$s" "" eval '[ $cycles -gt 0 ] && [ $failed = 0 ] && fault_io_clean'
 	done
 	fault_dev_remove
 }
@@ -475,9 +468,7 @@ fault_alloc_case() { # n scheduler old-scheduler
 	q=/sys/block/$FAULT_NULLB/queue
 	step=$(fault_len 4 1)
 	exec {FNTH_W}>/proc/thread-self/fail-nth
-	rm -f /tmp/fault.stop
-	(fault_fio_for "$FAULT_DEV" 0 0; fault_totals_export) &
-	fio_pid=$!
+	fault_bg_start "$FAULT_DEV" 0 0
 	# The switch.
 	nth=1
 	while [ $nth -lt 5000 ]; do
@@ -546,18 +537,10 @@ fault_alloc_case() { # n scheduler old-scheduler
 	done
 	for a in $pids; do wait "$a" || pfailed=$((pfailed + 1)); done
 	for a in $FAILSLAB $FAILPAGE; do echo 0 > $a/probability; done
-	touch /tmp/fault.stop
-	wait $fio_pid
-	fault_totals_import
-	rm -f /tmp/fault.stop
+	fault_bg_wait
 	out "    # $s (from $old): switch: $points allocation points tried (every ${step}th), $absorbed absorbed, $kept failed keeping $old, $fellback failed falling back to none, then $( [ $took = 1 ] && echo took || echo 'did not take'); tunables: $wpoints write points, $wfailed failed ($ro read-only ones left out); $procs processes with failing allocations, $pfailed failed; $(fault_totals_line)"
-	if [ -z "$bad" ] && [ $took = 1 ] && [ $points -gt 0 ] && [ $T_BAD = 0 ] && [ $T_ERRS = 0 ] &&
-		[ $T_FIOFAIL = 0 ] && [ $T_VERIFIED -gt 0 ] && quick_verify "$FAULT_DEV" 200; then
-		out "    ok $n $s"
-	else
-		out "    # wrong:${bad:- none}; $(tail -3 /tmp/ffio.log | tr '\n' ' ')"
-		out "    not ok $n $s"
-	fi
+	fault_case $n "$s" "$bad" eval '[ -z "$bad" ] && [ $took = 1 ] && [ $points -gt 0 ] &&
+		fault_io_clean && quick_verify "$FAULT_DEV" 200'
 }
 
 # Asks the host to run a monitor command for this guest (xtask's monitor
@@ -642,16 +625,14 @@ fault_hot_remove() {
 }
 
 hot_remove_case() { # n name path scheduler
-	local n=$1 name=$2 path=$3 s=$4 dev bad="" fio_pid verify_pid errs_before errs_other i
+	local n=$1 name=$2 path=$3 s=$4 dev bad="" fio_pid errs_before errs_other i
 	dev=$(devname "$path")
 	if ! set_sched "$path" "$s"; then
 		out "    not ok $n ${name}_$s # cannot select $s on $dev"
 		return
 	fi
 	errs_before=$(dmesg | grep -i 'i/o error' | grep -vc " $dev")
-	rm -f /tmp/fault.stop
-	(fault_fio_for "$FAULT_DEV" 0 0; fault_totals_export) &
-	verify_pid=$!
+	fault_bg_start "$FAULT_DEV" 0 0
 	fio --name=doomed --filename="$path" --direct=1 --ioengine=libaio --rw=randrw \
 		--bs=4k --iodepth=32 --numjobs=2 --size=256M --time_based --runtime=120 \
 		< /dev/null > /tmp/doomed.log 2>&1 &
@@ -682,19 +663,10 @@ hot_remove_case() { # n name path scheduler
 		set_sched "$path" "$s" || bad="$bad cannot_select_${s}_again"
 		quick_verify "$path" 64 || bad="$bad no_verified_io_after_readding"
 	fi
-	touch /tmp/fault.stop
-	wait $verify_pid
-	fault_totals_import
-	rm -f /tmp/fault.stop
+	fault_bg_wait
 	errs_other=$(( $(dmesg | grep -i 'i/o error' | grep -vc " $dev") - errs_before ))
 	out "    # $dev $s: gone ${gone_s:-?} s after device_del, back ${back_s:-?} s after device_add; removed disk's fio: $(grep -o 'err=[ 0-9]*' /tmp/doomed.log | head -1); I/O errors elsewhere: $errs_other; fault device: $(fault_totals_line)"
-	if [ -z "$bad" ] && [ $errs_other = 0 ] && [ $T_BAD = 0 ] && [ $T_ERRS = 0 ] &&
-		[ $T_FIOFAIL = 0 ] && [ $T_VERIFIED -gt 0 ]; then
-		out "    ok $n ${name}_$s"
-	else
-		out "    # wrong:${bad:- none}"
-		out "    not ok $n ${name}_$s"
-	fi
+	fault_case $n "${name}_$s" "$bad" eval '[ -z "$bad" ] && [ $errs_other = 0 ] && fault_io_clean'
 }
 
 # --- fault_soak (not in the default list; `cargo xtask test --soak M`):
@@ -705,33 +677,26 @@ hot_remove_case() { # n name path scheduler
 # be refused), one changes nr_requests, and waves of short-lived processes
 # do direct I/O beside it. One case.
 fault_soak() {
-	local mins=${SOAK_MINUTES:-30} secs scheds fio_pid pids="" p
+	local mins=${SOAK_MINUTES:-30} scheds fio_pid pids="" p
 	scheds=$(fault_scheds)
 	fault_plan 1 || return
-	secs=$((mins * 60))
-	rm -f /tmp/fault.stop /tmp/soak.*
-	(fault_fio_for "$FAULT_DEV" "$secs" 0 --rw=randrw; fault_totals_export) &
-	fio_pid=$!
+	rm -f /tmp/soak.*
+	fault_bg_start "$FAULT_DEV" $((mins * 60)) 0 --rw=randrw
+	fio_pid=$FAULT_BG
 	soak_switcher "$fio_pid" "$scheds" > /tmp/soak.switch &
 	pids="$pids $!"
 	soak_tunables "$fio_pid" > /tmp/soak.tunables &
 	pids="$pids $!"
 	soak_procs "$fio_pid" > /tmp/soak.procs &
 	pids="$pids $!"
-	wait $fio_pid
 	for p in $pids; do wait "$p"; done
-	fault_totals_import
+	fault_bg_wait
 	local sw tun procs
 	sw=$(cat /tmp/soak.switch); tun=$(cat /tmp/soak.tunables); procs=$(cat /tmp/soak.procs)
 	out "    # $mins min over $(echo $scheds | wc -w) schedulers: $sw; $tun; $procs; $(fault_totals_line)"
-	if ! grep -q ' 0 bad' /tmp/soak.tunables || ! grep -q ' 0 failed' /tmp/soak.procs ||
-		[ $T_BAD != 0 ] || [ $T_ERRS != 0 ] || [ $T_FIOFAIL != 0 ] || [ $T_VERIFIED = 0 ] ||
-		! set_sched "$FAULT_DEV" none || ! quick_verify "$FAULT_DEV" 200; then
-		out "    # $(tail -3 /tmp/ffio.log | tr '\n' ' ')"
-		out "    not ok 1 soak"
-	else
-		out "    ok 1 soak"
-	fi
+	fault_case 1 soak "" eval 'grep -q " 0 bad" /tmp/soak.tunables &&
+		grep -q " 0 failed" /tmp/soak.procs && fault_io_clean &&
+		set_sched "$FAULT_DEV" none && quick_verify "$FAULT_DEV" 200'
 	fault_dev_remove
 }
 
