@@ -96,8 +96,9 @@ fault_plan() { # cases [submit_queues]
 }
 
 # fault_fio NAME DEV OFFSET_MB SIZE_MB [fio options]: random 4 KiB writes at
-# depth 16, then their read-back with crc32c; I/O errors (EIO, and
-# ETIMEDOUT as a timed-out request gives) and bad blocks are counted, not
+# depth 16, then their read-back with crc32c; I/O errors (EIO, 5, and
+# ETIMEDOUT, 110, as a timed-out request gives: fio knows only some errors by
+# name) and bad blocks are counted, not
 # fatal (fio leaves a write that failed out of its verification). Sets F_WRITES (writes done), F_VERIFIED (blocks read
 # back), F_ERRS (I/O errors fio saw), F_BAD (blocks that read back
 # wrong: fio's verify failures) and F_OK (0 unless fio itself failed or
@@ -109,7 +110,7 @@ fault_fio() {
 	fio --name="$name" --filename="$dev" --direct=1 --ioengine=libaio \
 		--rw=randwrite --bs=4k --iodepth=16 --size="${size}M" --offset="${off}M" \
 		--verify=crc32c --do_verify=1 --randrepeat=0 --verify_state_save=0 \
-		--continue_on_error=all --ignore_error=EIO,ETIMEDOUT:EIO,ETIMEDOUT \
+		--continue_on_error=all --ignore_error=5,110:5,110 \
 		--output-format=json --output=/tmp/ffio.json "$@" < /dev/null > /tmp/ffio.log 2>&1 || rc=$?
 	F_WRITES=$(jq '[.jobs[].write.total_ios] | add' /tmp/ffio.json 2>/dev/null)
 	F_VERIFIED=$(jq '[.jobs[].read.total_ios] | add' /tmp/ffio.json 2>/dev/null)
