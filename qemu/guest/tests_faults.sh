@@ -97,10 +97,10 @@ fault_plan() { # cases [submit_queues]
 
 # fault_fio NAME DEV OFFSET_MB SIZE_MB [fio options]: random 4 KiB writes at
 # depth 16, then their read-back with crc32c; I/O errors (EIO, 5, and
-# ETIMEDOUT, 110, as a timed-out request gives: fio knows only some errors by
-# name) and bad blocks are counted, not
-# fatal (fio leaves a write that failed out of its verification). Sets F_WRITES (writes done), F_VERIFIED (blocks read
-# back), F_ERRS (I/O errors fio saw), F_BAD (blocks that read back
+# ETIMEDOUT, 110, as a timed-out request gives: by number, as fio knows only
+# some errors by name) and bad blocks are counted, not fatal (fio leaves a
+# write that failed out of its verification). Sets F_WRITES (writes done),
+# F_VERIFIED (blocks read back), F_ERRS (I/O errors fio saw), F_BAD (blocks that read back
 # wrong: fio's verify failures) and F_OK (0 unless fio itself failed or
 # gave no figures).
 fault_fio() {
