@@ -27,6 +27,8 @@ fio_q() { fio --minimal --output=/tmp/fio.out "$@" < /dev/null > /tmp/fio.log 2>
 . "$(dirname "$(readlink -f "$0")")/tests_emulated.sh"
 # The old schedulers' tunables test (historical_tunables), in a file of its own.
 . "$(dirname "$(readlink -f "$0")")/tests_historical.sh"
+# The fault tests (FAULT_TESTS), in a file of their own.
+. "$(dirname "$(readlink -f "$0")")/tests_faults.sh"
 
 ALL_TESTS="policy_selftest select_every_scheduler write_verify switch_under_io rmmod_in_use tunables_reject_bad_input historical_tunables nr_requests_under_io read_starvation fairness bfq_tunables short_lived_procs kmemleak"
 TESTS=${TESTS:-$ALL_TESTS}

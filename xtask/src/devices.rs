@@ -407,7 +407,7 @@ mod tests {
         assert_eq!(
             args("nvme"),
             "-drive file=/d/x.img,if=none,id=nvme0,format=raw,cache=none,aio=threads \
-             -device nvme,serial=ironlift-nvme,drive=nvme0"
+             -device nvme,serial=ironlift-nvme,drive=nvme0,id=nvme0-dev"
         );
         assert_eq!(
             args("sata-hdd"),

@@ -268,6 +268,17 @@ pub struct Test {
     /// rust-deadline and rust-bfq on the first device only)
     #[arg(long)]
     pub full_matrix: bool,
+    /// The fault tests only (qemu/guest/tests_faults.sh), the long way:
+    /// each case longer, every scheduler on both kernels, switchers on
+    /// every device; for a release (the default suite runs them a few
+    /// seconds a case)
+    #[arg(long)]
+    pub faults: bool,
+    /// A soak of MINUTES (fault_soak: verified mixed I/O, scheduler
+    /// switches, tunable writes, short-lived processes) on the debug
+    /// kernel (the base one with --no-debug-kernel)
+    #[arg(long, value_name = "MINUTES", conflicts_with = "faults")]
+    pub soak: Option<u32>,
 }
 
 #[derive(Args)]

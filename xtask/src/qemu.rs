@@ -53,20 +53,30 @@ impl Drop for Disks {
 /// the guest's I/O), `aio=threads`.
 const DRIVE_OPTIONS: &str = "format=raw,cache=none,aio=threads";
 
+/// The `-drive` value (and HMP `drive_add`'s) of `disk` with `image` as
+/// its backing file.
+pub fn drive_spec(disk: &QemuDisk, image: &Path) -> Result<String> {
+    Ok(format!(
+        "file={},if=none,id={},{DRIVE_OPTIONS}",
+        image.display(),
+        disk.drive_id()?
+    ))
+}
+
 /// The QEMU arguments that attach `disk` with `image` as its backing file.
 pub fn disk_args(disk: &QemuDisk, image: &Path) -> Result<Vec<String>> {
-    let mut args = vec![
-        "-drive".to_string(),
-        format!(
-            "file={},if=none,id={},{DRIVE_OPTIONS}",
-            image.display(),
-            disk.drive_id()?
-        ),
-    ];
+    let mut args = vec!["-drive".to_string(), drive_spec(disk, image)?];
     for d in &disk.devices {
         args.extend(["-device".to_string(), d.clone()]);
     }
     Ok(args)
+}
+
+impl Disks {
+    /// The backing file of device `name` (in configs/devices/guest.toml).
+    pub fn image(&self, name: &str) -> PathBuf {
+        self.dir.join(format!("{name}.img"))
+    }
 }
 
 /// Creates this run's backing files (sparse, raw; `<name>.img`) for every
@@ -84,7 +94,7 @@ pub fn disks(cache: &Path, devices: &[(String, Device)]) -> Result<Disks> {
     };
     for (name, d) in devices {
         let Some(q) = &d.qemu else { continue };
-        let p = disks.dir.join(format!("{name}.img"));
+        let p = disks.image(name);
         let f =
             fs::File::create(&p).with_context(|| format!("creating disk image {}", p.display()))?;
         f.set_len(q.size_mb << 20)?;

@@ -5,7 +5,7 @@ use crate::devices;
 use crate::flags::{self, GuestArgs, KernelArgs};
 use crate::guest::{self, shell_words};
 use crate::util::{self, note, step};
-use crate::{blkserve, calibrate, fairness, kernel, ktap, qemu};
+use crate::{blkserve, calibrate, fairness, faults, kernel, ktap, monitor, qemu};
 use anyhow::{bail, Context, Result};
 use std::fs;
 use std::path::Path;
@@ -141,18 +141,24 @@ pub fn run(t: &flags::Test) -> Result<()> {
             problems.push("host tests failed (cargo test output above)".to_string());
         }
     }
+    let mode = faults::Mode::of(t.faults, t.soak);
     for x in t.only.iter().flatten() {
-        if !GUEST_TESTS.contains(&x.as_str()) && !EMULATED_TESTS.contains(&x.as_str()) {
+        let known = [
+            GUEST_TESTS,
+            EMULATED_TESTS,
+            faults::FAULT_TESTS,
+            &[faults::SOAK_TEST],
+        ];
+        if !known.iter().any(|l| l.contains(&x.as_str())) {
             bail!(
-                "no in-guest test {x:?}; there are: {}, {}",
-                GUEST_TESTS.join(", "),
-                EMULATED_TESTS.join(", ")
+                "no in-guest test {x:?}; there are: {}",
+                known.map(|l| l.join(", ")).join(", ")
             );
         }
     }
     let flavors: &[kernel::Flavor] = if t.host_only {
         &[]
-    } else if t.k.debug_kernel {
+    } else if t.k.debug_kernel || (t.soak.is_some() && !t.no_debug_kernel) {
         &[kernel::Flavor::Debug]
     } else if t.no_debug_kernel {
         &[kernel::Flavor::Base]
@@ -164,17 +170,23 @@ pub fn run(t: &flags::Test) -> Result<()> {
         let mut k = t.k.clone();
         k.debug_kernel = flavor == kernel::Flavor::Debug;
         let tests = t.only.clone().unwrap_or_else(|| {
-            let emulated = flavor == kernel::Flavor::Base || t.emulated_devices;
-            GUEST_TESTS
-                .iter()
-                .chain(if emulated { EMULATED_TESTS } else { &[] })
-                .map(|s| s.to_string())
+            let emulated = mode == faults::Mode::Short
+                && (flavor == kernel::Flavor::Base || t.emulated_devices);
+            mode.tests(GUEST_TESTS)
+                .into_iter()
+                .chain(
+                    EMULATED_TESTS
+                        .iter()
+                        .filter(|_| emulated)
+                        .map(|s| s.to_string()),
+                )
                 .collect()
         });
         // The guest from a clone where its own tmpfs lies: with the whole
         // suite on the base kernel.
-        let elsewhere = flavor == kernel::Flavor::Base && t.only.is_none();
-        let r = guest_tests(&k, &t.g, &tests, elsewhere, t.full_matrix)?;
+        let elsewhere =
+            flavor == kernel::Flavor::Base && t.only.is_none() && mode == faults::Mode::Short;
+        let r = guest_tests(&k, &t.g, &tests, elsewhere, t.full_matrix, mode)?;
         passed += r.passed;
         failed += r.failed;
         skipped += r.skipped;
@@ -206,6 +218,7 @@ fn guest_tests(
     tests: &[String],
     elsewhere: bool,
     full_matrix: bool,
+    mode: faults::Mode,
 ) -> Result<GuestOutcome> {
     let root = util::repo_root();
     let p = guest::prepare(k, g)?;
@@ -224,6 +237,16 @@ fn guest_tests(
     } else {
         Vec::new()
     };
+    // The disks fault_hot_remove may unplug, through a monitor thread.
+    let hot = if tests.iter().any(|t| t == "fault_hot_remove") {
+        faults::hot_disks(&all, &p.disks)?
+    } else {
+        Default::default()
+    };
+    let hotplug: Vec<(String, String)> = hot
+        .iter()
+        .map(|(n, (path, _))| (n.clone(), path.clone()))
+        .collect();
     let selftest = p
         .modules
         .iter()
@@ -236,7 +259,7 @@ fn guest_tests(
             "{}SELFTEST_MODULE='{}'\nSCHEDULERS='{}'\nTESTS='{}'\n\
              SLOW_DEV='{}'\nSTARVE_DEV='{}'\nFAIRNESS_SCHEDULERS='{}'\nKERNEL_FLAVOR='{}'\n\
              EMULATED_DEVS='{}'\nRAID_DEVS='{}'\nNARROW_SCHEDULERS='{}'\n",
-            p.job_env(used.iter().map(|(_, d)| d), &made)?,
+            p.job_env(used.iter().map(|(_, d)| d), &made)? + &mode.job_env(&hotplug),
             selftest,
             shell_words(p.all_schedulers()),
             shell_words(tests.iter().cloned()),
@@ -274,10 +297,19 @@ fn guest_tests(
         tests.join(", ")
     ));
     note(&format!("output: {}", out.display()));
-    let timeout = if p.kernel.flavor == kernel::Flavor::Debug {
-        1800
+    let timeout = mode.extra_timeout()
+        + if p.kernel.flavor == kernel::Flavor::Debug {
+            1800
+        } else {
+            900
+        };
+    let monitor = if hot.is_empty() {
+        None
     } else {
-        900
+        Some(monitor::Monitor::start(
+            &out,
+            hot.into_iter().map(|(n, (_, h))| (n, h)).collect(),
+        )?)
     };
     let boot = qemu::Boot {
         // Under KASAN and lockdep the ACPI interpreter is so slow that
@@ -298,10 +330,23 @@ fn guest_tests(
         } else {
             String::new()
         },
-        qemu_extra: servers.as_ref().map(|s| s.qemu_args()).unwrap_or_default(),
+        qemu_extra: servers
+            .as_ref()
+            .map(|s| s.qemu_args())
+            .unwrap_or_default()
+            .into_iter()
+            .chain(monitor.iter().flat_map(|m| m.qemu_args()))
+            .collect(),
         ..p.boot(g, "test", &out, Duration::from_secs(timeout))
     };
-    let r = boot.run()?;
+    let r = boot.run();
+    if let Some(m) = monitor {
+        let log = m.stop();
+        if !log.is_empty() {
+            fs::write(out.join("monitor.log"), log.join("\n") + "\n")?;
+        }
+    }
+    let r = r?;
     let lags = servers.map(|s| s.stop()).transpose();
     note(&format!(
         "guest ran for {}",

@@ -1,0 +1,170 @@
+//! The fault tests' part of `cargo xtask test` (qemu/guest/tests_faults.sh):
+//! which of them run by default and which only with `--faults` or
+//! `--soak`, their job.env lines, and the disks the hot-removal test
+//! unplugs through QEMU's monitor ([`crate::monitor`]).
+
+use crate::devices::Device;
+use crate::guest::shell_words;
+use crate::monitor::HotDisk;
+use crate::qemu::Disks;
+use anyhow::{Context, Result};
+use std::collections::BTreeMap;
+
+/// The fault tests, in the order tests_faults.sh's `FAULT_TESTS` lists
+/// them; the suite runs them before `kmemleak`, so that it sees what their
+/// failure paths leaked.
+pub const FAULT_TESTS: &[&str] = &[
+    "fault_requeue",
+    "fault_timeout",
+    "fault_hw_queues",
+    "fault_switchers",
+    "fault_cpu_hotplug",
+    "fault_alloc",
+    "fault_hot_remove",
+];
+
+/// The soak (`--soak MINUTES`), never in the default list.
+pub const SOAK_TEST: &str = "fault_soak";
+
+/// The disks (configs/devices/guest.toml) `fault_hot_remove` unplugs.
+pub const HOTPLUG_DEVICES: &[&str] = &["nvme", "virtio"];
+
+/// How long the fault tests run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// A few seconds a case, the debug kernel's narrow scheduler set: the
+    /// default suite's.
+    Short,
+    /// `--faults`: each case longer, every scheduler on both kernels.
+    Long,
+    /// `--soak MINUTES`.
+    Soak(u32),
+}
+
+impl Mode {
+    pub fn of(faults: bool, soak: Option<u32>) -> Mode {
+        match (faults, soak) {
+            (_, Some(m)) => Mode::Soak(m),
+            (true, None) => Mode::Long,
+            (false, None) => Mode::Short,
+        }
+    }
+
+    /// The guest tests this mode runs when `--only` names none, `kmemleak`
+    /// last: for `Short`, the default suite `suite` with the fault tests
+    /// after its other tests; the fault tests or the soak otherwise.
+    pub fn tests(self, suite: &[&str]) -> Vec<String> {
+        let before: Vec<&str> = match self {
+            Mode::Short => suite
+                .iter()
+                .copied()
+                .filter(|t| *t != "kmemleak")
+                .chain(FAULT_TESTS.iter().copied())
+                .collect(),
+            Mode::Long => FAULT_TESTS.to_vec(),
+            Mode::Soak(_) => vec![SOAK_TEST],
+        };
+        before
+            .into_iter()
+            .chain(["kmemleak"])
+            .map(String::from)
+            .collect()
+    }
+
+    /// More seconds the guest may take than the default suite's.
+    pub fn extra_timeout(self) -> u64 {
+        match self {
+            Mode::Short => 0,
+            Mode::Long => 3600,
+            Mode::Soak(m) => u64::from(m) * 60 + 600,
+        }
+    }
+
+    /// job.env's lines for tests_faults.sh; `hotplug`: the disks
+    /// fault_hot_remove may unplug, as NAME=PATH.
+    pub fn job_env(self, hotplug: &[(String, String)]) -> String {
+        format!(
+            "FAULTS_LONG='{}'\nSOAK_MINUTES='{}'\nHOTPLUG_DEVS='{}'\n",
+            u8::from(self == Mode::Long),
+            match self {
+                Mode::Soak(m) => m,
+                _ => 0,
+            },
+            shell_words(hotplug.iter().map(|(n, p)| format!("{n}={p}")))
+        )
+    }
+}
+
+/// The disks fault_hot_remove unplugs, by name, with this run's images.
+pub fn hot_disks(
+    all: &BTreeMap<String, Device>,
+    disks: &Disks,
+) -> Result<BTreeMap<String, (String, HotDisk)>> {
+    let mut out = BTreeMap::new();
+    for name in HOTPLUG_DEVICES {
+        let d = all
+            .get(*name)
+            .with_context(|| format!("configs/devices/guest.toml has no {name}"))?;
+        let q = d.qemu.as_ref().context("a disk QEMU attaches")?;
+        let h = HotDisk::new(q, &disks.image(name)).with_context(|| format!("device {name}"))?;
+        out.insert(name.to_string(), (d.path.clone(), h));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fault_tests_run_before_kmemleak() {
+        let suite = ["write_verify", "kmemleak"];
+        let t = Mode::Short.tests(&suite);
+        assert_eq!(t.first().unwrap(), "write_verify");
+        assert_eq!(t.last().unwrap(), "kmemleak");
+        assert_eq!(t.len(), 2 + FAULT_TESTS.len());
+        let long = Mode::Long.tests(&suite);
+        assert_eq!(long.len(), FAULT_TESTS.len() + 1);
+        assert_eq!(long.last().unwrap(), "kmemleak");
+        assert_eq!(Mode::Soak(30).tests(&suite), [SOAK_TEST, "kmemleak"]);
+        assert!(!Mode::Short.tests(&suite).contains(&SOAK_TEST.to_string()));
+    }
+
+    #[test]
+    fn job_env_says_the_mode() {
+        let e = Mode::Soak(5).job_env(&[("nvme".into(), "/dev/nvme0n1".into())]);
+        assert_eq!(
+            e,
+            "FAULTS_LONG='0'\nSOAK_MINUTES='5'\nHOTPLUG_DEVS='nvme=/dev/nvme0n1'\n"
+        );
+        assert!(Mode::Long.job_env(&[]).starts_with("FAULTS_LONG='1'\n"));
+        assert_eq!(Mode::of(false, None), Mode::Short);
+        assert_eq!(Mode::of(true, Some(3)), Mode::Soak(3));
+    }
+
+    #[test]
+    fn fault_test_names_match_tests_faults_sh() {
+        let sh =
+            std::fs::read_to_string(crate::util::repo_root().join("qemu/guest/tests_faults.sh"))
+                .unwrap();
+        let listed: Vec<&str> = sh
+            .lines()
+            .find_map(|l| l.strip_prefix("FAULT_TESTS=\""))
+            .unwrap()
+            .trim_end_matches('"')
+            .split_whitespace()
+            .collect();
+        assert_eq!(listed, FAULT_TESTS);
+        for t in FAULT_TESTS.iter().chain([&SOAK_TEST]) {
+            assert!(
+                sh.contains(&format!("\n{t}() {{")),
+                "{t} in tests_faults.sh"
+            );
+        }
+        assert!(
+            std::fs::read_to_string(crate::util::repo_root().join("qemu/guest/tests.sh"))
+                .unwrap()
+                .contains("/tests_faults.sh\"")
+        );
+    }
+}
