@@ -172,7 +172,7 @@ pub fn run(t: &flags::Test) -> Result<()> {
         let tests = t.only.clone().unwrap_or_else(|| {
             let emulated = mode == faults::Mode::Short
                 && (flavor == kernel::Flavor::Base || t.emulated_devices);
-            mode.tests(GUEST_TESTS)
+            mode.tests(GUEST_TESTS, flavor == kernel::Flavor::Base)
                 .into_iter()
                 .chain(
                     EMULATED_TESTS
