@@ -41,6 +41,11 @@ pub const PACKAGES: &[(&str, &str)] = &[
         "mkfs.xfs and xfs_repair in the guest (the emulated disks' tests)",
     ),
     ("mdadm", "md RAID5 over the emulated raptors in the guest"),
+    ("gawk", "GNU awk, which blktests' check requires"),
+    (
+        "g++",
+        "building blktests' src/ helpers (C and C++) for `cargo xtask blktests`",
+    ),
     (
         "binutils",
         "objdump: naming module functions for --count-insns",

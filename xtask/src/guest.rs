@@ -113,6 +113,29 @@ impl Prepared {
     }
 }
 
+/// The kernel command line a test guest of this flavour adds: on the
+/// debug kernel, `acpi=noirq no5lvl`.
+///
+/// Under KASAN and lockdep the ACPI interpreter is so slow that
+/// every PCI device's `_PRT` evaluation runs into the AML loop
+/// timeout (30 s each, minutes per boot). The devices use MSI/MSI-X;
+/// legacy interrupt routing comes from the BIOS table instead.
+///
+/// `no5lvl`: with `-cpu max` TCG offers LA57, and under 5-level
+/// paging inline KASAN gives a flaky false "wild-memory-access in
+/// do_raw_spin_lock" at boot: identify_cpu() clears the boot CPU's
+/// capabilities for a moment, KASAN_SHADOW_START is then computed
+/// for 47-bit addresses, and an interrupt taking its descriptor lock
+/// (a 5-level direct-map address) is reported (lkml, June 2026,
+/// "kasan: Fix false-positive wild-memory-access on x86 under
+/// 5-level paging"). CI hit it once; 4-level paging avoids it.
+pub fn flavor_cmdline(flavor: kernel::Flavor) -> &'static str {
+    match flavor {
+        kernel::Flavor::Debug => "acpi=noirq no5lvl",
+        kernel::Flavor::Base => "",
+    }
+}
+
 /// Words for a job.env value: space-separated.
 pub fn shell_words(xs: impl IntoIterator<Item = String>) -> String {
     xs.into_iter().collect::<Vec<_>>().join(" ")

@@ -1,0 +1,48 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Runs upstream blktests (`cargo xtask blktests`): the tree xtask fetched
+# and built on the host is copied to the guest's tmpfs (blktests writes
+# its config and scratch files beside itself; the root is read-only) and
+# its `check` runs there, with every rust-* elevator loaded by
+# setup_guest, its results under /run/out/results and its output in
+# /run/out/blktests.log. Each test's start is an "IRONLIFT: test" line,
+# so that xtask's console scan names the test a kernel report came in.
+#
+# job.env gives BLKTESTS_DIR (the built tree), BLKTESTS_RUN (groups and
+# tests for check), BLKTESTS_EXCLUDE, TEST_DEVS and BLKTESTS_TIMEOUT.
+. "$(dirname "$(readlink -f "$0")")/lib.sh"
+[ -f /run/out/job.env ] && . /run/out/job.env
+
+# blktests' cgroup tests (block/027, throtl) find cgroup2 where it is mounted.
+mkdir -p /sys/fs/cgroup
+mount -t cgroup2 none /sys/fs/cgroup 2>/dev/null ||
+	say "cannot mount cgroup2 (its tests will say not run)"
+host_path "$BLKTESTS_DIR" || exit 1
+rm -rf /tmp/blktests
+if ! cp -a "$BLKTESTS_DIR" /tmp/blktests; then
+	say "cannot copy $BLKTESTS_DIR to /tmp/blktests"
+	exit 1
+fi
+{
+	echo "TEST_DEVS=($TEST_DEVS)"
+	echo "TIMEOUT=$BLKTESTS_TIMEOUT"
+	echo "EXCLUDE=($BLKTESTS_EXCLUDE)"
+} > /tmp/blktests/config
+mkdir -p /run/out/results
+cd /tmp/blktests || exit 1
+say "blktests: check $BLKTESTS_RUN (TEST_DEVS: $TEST_DEVS; excluded: ${BLKTESTS_EXCLUDE:-none})"
+# shellcheck disable=SC2086
+./check -o /run/out/results $BLKTESTS_RUN < /dev/null 2>&1 |
+	while IFS= read -r l; do
+		echo "$l" >> /run/out/blktests.log
+		case "$l" in
+		[a-z]*/[0-9][0-9][0-9]*\]) say "blktests: $l" ;;
+		[a-z]*/[0-9][0-9][0-9]*) say "test ${l%% *}" ;;
+		"    "*) echo "$l" ;;
+		*) say "blktests: $l" ;;
+		esac
+	done
+rc=${PIPESTATUS[0]}
+echo "$rc" > /run/out/blktests.rc
+say "blktests: check finished (exit $rc)"
+exit 0
