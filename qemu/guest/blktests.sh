@@ -4,9 +4,11 @@
 # and built on the host is copied to the guest's tmpfs (blktests writes
 # its config and scratch files beside itself; the root is read-only) and
 # its `check` runs there, with every rust-* elevator loaded by
-# setup_guest, its results under /run/out/results and its output in
-# /run/out/blktests.log. Each test's start is an "IRONLIFT: test" line,
-# so that xtask's console scan names the test a kernel report came in.
+# setup_guest. Its output goes to /run/out/blktests.log as it comes; its
+# results folder (on the tmpfs too, as are its tests' scratch files) is
+# copied to /run/out/results when it ends. Each test's start is an
+# "IRONLIFT: test" line, so that xtask's console scan names the test a
+# kernel report came in.
 #
 # job.env gives BLKTESTS_DIR (the built tree), BLKTESTS_RUN (groups and
 # tests for check), BLKTESTS_EXCLUDE, TEST_DEVS and BLKTESTS_TIMEOUT.
@@ -17,7 +19,7 @@
 mkdir -p /sys/fs/cgroup
 mount -t cgroup2 none /sys/fs/cgroup 2>/dev/null ||
 	say "cannot mount cgroup2 (its tests will say not run)"
-host_path "$BLKTESTS_DIR" || exit 1
+[ -d "$BLKTESTS_DIR" ] || { say "no blktests tree at $BLKTESTS_DIR"; exit 1; }
 rm -rf /tmp/blktests
 if ! cp -a "$BLKTESTS_DIR" /tmp/blktests; then
 	say "cannot copy $BLKTESTS_DIR to /tmp/blktests"
@@ -28,11 +30,10 @@ fi
 	echo "TIMEOUT=$BLKTESTS_TIMEOUT"
 	echo "EXCLUDE=($BLKTESTS_EXCLUDE)"
 } > /tmp/blktests/config
-mkdir -p /run/out/results
 cd /tmp/blktests || exit 1
 say "blktests: check $BLKTESTS_RUN (TEST_DEVS: $TEST_DEVS; excluded: ${BLKTESTS_EXCLUDE:-none})"
 # shellcheck disable=SC2086
-./check -o /run/out/results $BLKTESTS_RUN < /dev/null 2>&1 |
+./check -o /tmp/blktests/results $BLKTESTS_RUN < /dev/null 2>&1 |
 	while IFS= read -r l; do
 		echo "$l" >> /run/out/blktests.log
 		case "$l" in
@@ -43,6 +44,7 @@ say "blktests: check $BLKTESTS_RUN (TEST_DEVS: $TEST_DEVS; excluded: ${BLKTESTS_
 		esac
 	done
 rc=${PIPESTATUS[0]}
+cp -a /tmp/blktests/results /run/out/ || say "cannot copy blktests' results folder"
 echo "$rc" > /run/out/blktests.rc
 say "blktests: check finished (exit $rc)"
 exit 0

@@ -105,6 +105,8 @@ setup_guest() {
 	for m in $MODULES ${SELFTEST_MODULE:-}; do
 		host_path "$(dirname "$m")" || return 1
 	done
+	# The blktests tree xtask built, in the cache like the modules.
+	[ -z "${BLKTESTS_DIR:-}" ] || host_path "$BLKTESTS_DIR" || return 1
 	: >/run/out/modules.txt
 	for m in $MODULES; do
 		if insmod "$m"; then
