@@ -29,6 +29,8 @@ fi
 	echo "TEST_DEVS=($TEST_DEVS)"
 	echo "TIMEOUT=$BLKTESTS_TIMEOUT"
 	echo "EXCLUDE=($BLKTESTS_EXCLUDE)"
+	# No syslog in the guest: the kernel log has check's test markers.
+	echo "LOGGER_PROG=true"
 } > /tmp/blktests/config
 cd /tmp/blktests || exit 1
 say "blktests: check $BLKTESTS_RUN (TEST_DEVS: $TEST_DEVS; excluded: ${BLKTESTS_EXCLUDE:-none})"
