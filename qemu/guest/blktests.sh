@@ -10,8 +10,9 @@
 # "IRONLIFT: test" line, so that xtask's console scan names the test a
 # kernel report came in.
 #
-# job.env gives BLKTESTS_DIR (the built tree), BLKTESTS_RUN (groups and
-# tests for check), BLKTESTS_EXCLUDE, TEST_DEVS and BLKTESTS_TIMEOUT.
+# job.env gives BLKTESTS_DIR (the built tree), KERNEL_MODULES (the
+# kernel's modules_install root), BLKTESTS_RUN (groups and tests for
+# check), BLKTESTS_EXCLUDE, TEST_DEVS and BLKTESTS_TIMEOUT.
 . "$(dirname "$(readlink -f "$0")")/lib.sh"
 [ -f /run/out/job.env ] && . /run/out/job.env
 
@@ -20,6 +21,12 @@ mkdir -p /sys/fs/cgroup
 mount -t cgroup2 none /sys/fs/cgroup 2>/dev/null ||
 	say "cannot mount cgroup2 (its tests will say not run)"
 [ -d "$BLKTESTS_DIR" ] || { say "no blktests tree at $BLKTESTS_DIR"; exit 1; }
+# modprobe finds the kernel's own modules (scsi_debug) where xtask
+# installed them; the host's /lib/modules are another kernel's.
+if ! mount --bind "$KERNEL_MODULES/lib/modules" /lib/modules; then
+	say "cannot bind $KERNEL_MODULES/lib/modules on /lib/modules"
+	exit 1
+fi
 rm -rf /tmp/blktests
 if ! cp -a "$BLKTESTS_DIR" /tmp/blktests; then
 	say "cannot copy $BLKTESTS_DIR to /tmp/blktests"

@@ -105,8 +105,11 @@ setup_guest() {
 	for m in $MODULES ${SELFTEST_MODULE:-}; do
 		host_path "$(dirname "$m")" || return 1
 	done
-	# The blktests tree xtask built, in the cache like the modules.
-	[ -z "${BLKTESTS_DIR:-}" ] || host_path "$BLKTESTS_DIR" || return 1
+	# The blktests tree xtask built and the kernel's installed modules,
+	# in the cache like ours.
+	for m in ${BLKTESTS_DIR:-} ${KERNEL_MODULES:-}; do
+		host_path "$m" || return 1
+	done
 	: >/run/out/modules.txt
 	for m in $MODULES; do
 		if insmod "$m"; then

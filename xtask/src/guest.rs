@@ -15,6 +15,7 @@ pub const BUILTIN_SCHEDULERS: &[&str] = &["none", "mq-deadline", "kyber", "bfq"]
 
 /// Kernel, modules, accelerator and disks: what every guest job needs.
 pub struct Prepared {
+    pub tc: deps::Toolchain,
     pub kernel: kernel::Kernel,
     pub modules: Vec<modules::Module>,
     pub accel: qemu::Accel,
@@ -34,6 +35,7 @@ pub fn prepare(k: &KernelArgs, g: &GuestArgs) -> Result<Prepared> {
         &devices::load_in_file_order(&util::repo_root())?,
     )?;
     Ok(Prepared {
+        tc,
         kernel,
         modules,
         accel,

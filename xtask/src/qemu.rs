@@ -286,7 +286,7 @@ impl Boot<'_> {
         let mut cmdline = format!(
             "console=ttyS0 root=root rootfstype=9p \
              rootflags=trans=virtio,version=9p2000.L,msize=524288,cache=loose ro \
-             init={} panic=-1 null_blk.nr_devices=0 scsi_debug.add_host=0 ironlift.job={} {}",
+             init={} panic=-1 null_blk.nr_devices=0 ironlift.job={} {}",
             init.display(),
             self.job,
             self.cmdline_extra

@@ -76,6 +76,7 @@ pub fn run(b: &Blktests) -> Result<()> {
     let tree = source::ensure(&cfg, &opts.cache, b.blktests_repo.as_deref())?;
     let p = guest::prepare(&b.k, &b.g)?;
     let flavor = p.kernel.flavor;
+    let kmods = source::kernel_modules(&p.tc, &p.kernel, &opts.cache)?;
     let out = b.out.clone().unwrap_or_else(|| {
         root.join("target").join("ironlift-blktests").join(format!(
             "{}-{}",
@@ -94,10 +95,11 @@ pub fn run(b: &Blktests) -> Result<()> {
     fs::write(
         out.join("job.env"),
         format!(
-            "{}BLKTESTS_DIR='{}'\nBLKTESTS_RUN='{}'\nBLKTESTS_EXCLUDE='{}'\n\
-             TEST_DEVS='{}'\nBLKTESTS_TIMEOUT='{}'\n",
+            "{}BLKTESTS_DIR='{}'\nKERNEL_MODULES='{}'\nBLKTESTS_RUN='{}'\n\
+             BLKTESTS_EXCLUDE='{}'\nTEST_DEVS='{}'\nBLKTESTS_TIMEOUT='{}'\n",
             p.job_env(used.iter().map(|(_, d)| d), &[])?,
             tree.display(),
+            kmods.display(),
             run.join(" "),
             shell_words(excluded.iter().map(|e| e.test.clone())),
             shell_words(used.iter().map(|(_, d)| d.path.clone())),

@@ -191,6 +191,43 @@ pub fn ensure(cfg: &Config, cache: &Path, repo: Option<&Path>) -> Result<PathBuf
     Ok(dir)
 }
 
+/// The kernel's own modules (scsi_debug, and what it needs), installed
+/// with `make modules_install` into the cache once per kernel build, for
+/// the guest's `modprobe`: blktests loads scsi_debug with the parameters
+/// of each test. Returns the install root (holding `lib/modules/<release>`).
+pub fn kernel_modules(
+    tc: &crate::deps::Toolchain,
+    k: &crate::kernel::Kernel,
+    cache: &Path,
+) -> Result<PathBuf> {
+    let dir = cache.join("blktests").join("modules").join(format!(
+        "{}-{}",
+        k.flavor.name(),
+        &k.key[..12]
+    ));
+    let done = dir.join(BUILT);
+    if done.exists() {
+        return Ok(dir);
+    }
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir)?;
+    run_logged(
+        crate::kernel::make(tc, &k.src, &k.build)
+            .arg("modules_install")
+            .arg(format!("INSTALL_MOD_PATH={}", dir.display())),
+        &dir.join("ironlift-modules-install.log"),
+        "make modules_install (the kernel's modules, for modprobe in the guest)",
+    )?;
+    if !dir.join("lib/modules").join(&k.release).is_dir() {
+        bail!(
+            "make modules_install left no {}",
+            dir.join("lib/modules").join(&k.release).display()
+        );
+    }
+    fs::write(&done, &k.key)?;
+    Ok(dir)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
