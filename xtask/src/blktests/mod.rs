@@ -212,6 +212,30 @@ mod tests {
     }
 
     #[test]
+    fn the_guest_runs_blktests_sh_with_the_job_xtask_writes() {
+        let read =
+            |f: &str| fs::read_to_string(util::repo_root().join("qemu/guest").join(f)).unwrap();
+        assert!(read("init").contains("blktests) \"$here/blktests.sh\" ;;"));
+        let sh = read("blktests.sh");
+        let me = fs::read_to_string(util::repo_root().join("xtask/src/blktests/mod.rs")).unwrap();
+        for key in [
+            "BLKTESTS_DIR",
+            "KERNEL_MODULES",
+            "BLKTESTS_RUN",
+            "BLKTESTS_EXCLUDE",
+            "TEST_DEVS",
+            "BLKTESTS_TIMEOUT",
+        ] {
+            assert!(sh.contains(&format!("${key}")), "blktests.sh reads {key}");
+            assert!(me.contains(&format!("{key}='{{}}'")), "xtask writes {key}");
+        }
+        // What read_run reads is what the script writes.
+        for f in ["/run/out/blktests.log", "/run/out/blktests.rc", "/run/out/"] {
+            assert!(sh.contains(f), "{f}");
+        }
+    }
+
+    #[test]
     fn required_tests_count_only_when_run() {
         assert!(in_run("block/005", &["block".into()]));
         assert!(in_run("block/005", &["block/005".into()]));
