@@ -147,11 +147,9 @@ pub fn run(b: &Blktests) -> Result<()> {
         }
     };
     let required: Vec<String> = cfg
-        .run
-        .required
-        .iter()
+        .required(flavor)
+        .into_iter()
         .filter(|t| in_run(t, &run))
-        .cloned()
         .collect();
     problems.extend(results::judge(&rows, &required));
     results::add_excluded(&mut rows, excluded);

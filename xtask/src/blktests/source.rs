@@ -44,6 +44,9 @@ pub struct RunCfg {
     /// Tests that must run and pass.
     #[serde(default)]
     pub required: Vec<String>,
+    /// Tests that must run and pass on the debug kernel.
+    #[serde(default)]
+    pub debug_required: Vec<String>,
 }
 
 /// A test (or a group) not run, and why.
@@ -88,7 +91,7 @@ impl Config {
         if c.run.groups.is_empty() {
             bail!("run.groups is empty: nothing would run");
         }
-        for t in c.run.required.iter() {
+        for t in c.run.required.iter().chain(&c.run.debug_required) {
             if !is_test_name(t) {
                 bail!("run.required: {t:?} is not a test name like block/005");
             }
@@ -103,11 +106,20 @@ impl Config {
             if e.reason.trim().is_empty() {
                 bail!("exclude: {} has no reason", e.test);
             }
-            if c.run.required.contains(&e.test) {
+            if c.run.required.contains(&e.test) || c.run.debug_required.contains(&e.test) {
                 bail!("{} is both required and excluded", e.test);
             }
         }
         Ok(c)
+    }
+
+    /// The tests that must run and pass on this kernel.
+    pub fn required(&self, flavor: crate::kernel::Flavor) -> Vec<String> {
+        let mut r = self.run.required.clone();
+        if flavor == crate::kernel::Flavor::Debug {
+            r.extend(self.run.debug_required.iter().cloned());
+        }
+        r
     }
 
     /// The excluded test or group `test` falls under, if any.
@@ -234,8 +246,11 @@ mod tests {
 
     #[test]
     fn the_projects_config_loads() {
+        use crate::kernel::Flavor;
         let c = Config::load(&util::repo_root()).unwrap();
         assert!(c.run.groups.iter().any(|g| g == "block"));
+        let base = c.required(Flavor::Base);
+        assert!(!base.iter().any(|t| t == "block/014"));
         for t in [
             "block/005",
             "block/014",
@@ -246,7 +261,10 @@ mod tests {
             "block/040",
             "block/047",
         ] {
-            assert!(c.run.required.iter().any(|r| r == t), "{t} required");
+            assert!(
+                c.required(Flavor::Debug).iter().any(|r| r == t),
+                "{t} required"
+            );
         }
     }
 
