@@ -21,8 +21,15 @@ mkdir -p /sys/fs/cgroup
 mount -t cgroup2 none /sys/fs/cgroup 2>/dev/null ||
 	say "cannot mount cgroup2 (its tests will say not run)"
 [ -d "$BLKTESTS_DIR" ] || { say "no blktests tree at $BLKTESTS_DIR"; exit 1; }
-# modprobe finds the kernel's own modules (scsi_debug) where xtask
-# installed them; the host's /lib/modules are another kernel's.
+# modprobe and modinfo find the kernel's own modules (scsi_debug) where
+# xtask installed them; the host's /lib/modules, if any, are another
+# kernel's. A host without one gets an overlay on /usr/lib (/lib's
+# target) with the guest's tmpfs on top, to make the folder in.
+if [ ! -d /lib/modules ]; then
+	mkdir -p /tmp/.usr-lib/upper /tmp/.usr-lib/work
+	mount -t overlay overlay -o lowerdir=/usr/lib,upperdir=/tmp/.usr-lib/upper,workdir=/tmp/.usr-lib/work /usr/lib &&
+		mkdir -p /lib/modules
+fi
 if ! mount --bind "$KERNEL_MODULES/lib/modules" /lib/modules; then
 	say "cannot bind $KERNEL_MODULES/lib/modules on /lib/modules"
 	exit 1
