@@ -150,6 +150,11 @@ setup_guest() {
 	for m in $MODULES ${SELFTEST_MODULE:-}; do
 		host_path "$(dirname "$m")" || return 1
 	done
+	# The blktests tree xtask built and the kernel's installed modules,
+	# in the cache like ours.
+	for m in ${BLKTESTS_DIR:-} ${KERNEL_MODULES:-}; do
+		host_path "$m" || return 1
+	done
 	: >"$OUT/modules.txt"
 	for m in $MODULES; do
 		if insmod "$m"; then

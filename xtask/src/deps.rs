@@ -60,6 +60,11 @@ pub const PACKAGES: &[(&str, &str)] = &[
         "gcc",
         "the phoronix suite's compile (the CPU-bound control) in the guest",
     ),
+    ("gawk", "GNU awk, which blktests' check requires"),
+    (
+        "g++",
+        "building blktests' src/ helpers (C and C++) for `cargo xtask blktests`",
+    ),
     (
         "binutils",
         "objdump: naming module functions for --count-insns",

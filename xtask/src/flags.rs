@@ -39,6 +39,9 @@ pub enum Cmd {
     Compare(Compare),
     /// Run the tests: cargo test over the workspace, then the in-guest KTAP suite
     Test(Test),
+    /// Run upstream blktests (configs/blktests.toml) in the guest with
+    /// every rust-* elevator loaded, and give a table of its results
+    Blktests(Blktests),
     /// Boot a guest with the emulated disks (configs/devices/guest.toml's
     /// model devices), run ironlift-devmodel's fixed jobs on each with fio
     /// under `none`, and compare with the models' predictions
@@ -279,6 +282,25 @@ pub struct Test {
     /// kernel (the base one with --no-debug-kernel)
     #[arg(long, value_name = "MINUTES", conflicts_with = "faults")]
     pub soak: Option<u32>,
+}
+
+#[derive(Args)]
+pub struct Blktests {
+    #[command(flatten)]
+    pub k: KernelArgs,
+    #[command(flatten)]
+    pub g: GuestArgs,
+    /// Clone blktests from this local clone or mirror instead of the URL
+    /// in configs/blktests.toml (it must hold the pinned commit)
+    #[arg(long, value_name = "PATH")]
+    pub blktests_repo: Option<PathBuf>,
+    /// Only these groups or tests, comma-separated (block,loop/001,block/005)
+    /// [default: configs/blktests.toml's groups]
+    #[arg(long, value_delimiter = ',')]
+    pub tests: Option<Vec<String>>,
+    /// Results folder [default: target/ironlift-blktests/<time>-<kernel>]
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Args)]

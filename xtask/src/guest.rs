@@ -15,6 +15,7 @@ pub const BUILTIN_SCHEDULERS: &[&str] = &["none", "mq-deadline", "kyber", "bfq"]
 
 /// Kernel, modules, accelerator and disks: what every guest job needs.
 pub struct Prepared {
+    pub tc: deps::Toolchain,
     pub kernel: kernel::Kernel,
     pub modules: Vec<modules::Module>,
     pub accel: qemu::Accel,
@@ -34,6 +35,7 @@ pub fn prepare(k: &KernelArgs, g: &GuestArgs) -> Result<Prepared> {
         &devices::load_in_file_order(&util::repo_root())?,
     )?;
     Ok(Prepared {
+        tc,
         kernel,
         modules,
         accel,
@@ -110,6 +112,29 @@ impl Prepared {
             ),
             devices::nullb_env(made)?,
         ))
+    }
+}
+
+/// The kernel command line a test guest of this flavour adds: on the
+/// debug kernel, `acpi=noirq no5lvl`.
+///
+/// Under KASAN and lockdep the ACPI interpreter is so slow that
+/// every PCI device's `_PRT` evaluation runs into the AML loop
+/// timeout (30 s each, minutes per boot). The devices use MSI/MSI-X;
+/// legacy interrupt routing comes from the BIOS table instead.
+///
+/// `no5lvl`: with `-cpu max` TCG offers LA57, and under 5-level
+/// paging inline KASAN gives a flaky false "wild-memory-access in
+/// do_raw_spin_lock" at boot: identify_cpu() clears the boot CPU's
+/// capabilities for a moment, KASAN_SHADOW_START is then computed
+/// for 47-bit addresses, and an interrupt taking its descriptor lock
+/// (a 5-level direct-map address) is reported (lkml, June 2026,
+/// "kasan: Fix false-positive wild-memory-access on x86 under
+/// 5-level paging"). CI hit it once; 4-level paging avoids it.
+pub fn flavor_cmdline(flavor: kernel::Flavor) -> &'static str {
+    match flavor {
+        kernel::Flavor::Debug => "acpi=noirq no5lvl",
+        kernel::Flavor::Base => "",
     }
 }
 

@@ -6,6 +6,7 @@
 //! steps. This file parses the command line ([`flags`]) and dispatches.
 
 mod blkserve;
+mod blktests;
 mod calibrate;
 mod chart;
 mod clippy;
@@ -48,6 +49,7 @@ fn main() {
         Cmd::Compare(c) => compare::run(&c),
         Cmd::Test(t) => test::run(&t),
         Cmd::Devices(d) => calibrate::run(&d),
+        Cmd::Blktests(b) => blktests::run(&b),
         Cmd::Patches(p) => patches::cmd(&p),
         Cmd::Report { path } => suite::report(&path),
         Cmd::Ktap { file, console } => ktap::cmd(&file, console.as_deref()),

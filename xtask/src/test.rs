@@ -312,24 +312,7 @@ fn guest_tests(
         )?)
     };
     let boot = qemu::Boot {
-        // Under KASAN and lockdep the ACPI interpreter is so slow that
-        // every PCI device's `_PRT` evaluation runs into the AML loop
-        // timeout (30 s each, minutes per boot). The devices use MSI/MSI-X;
-        // legacy interrupt routing comes from the BIOS table instead.
-        //
-        // `no5lvl`: with `-cpu max` TCG offers LA57, and under 5-level
-        // paging inline KASAN gives a flaky false "wild-memory-access in
-        // do_raw_spin_lock" at boot: identify_cpu() clears the boot CPU's
-        // capabilities for a moment, KASAN_SHADOW_START is then computed
-        // for 47-bit addresses, and an interrupt taking its descriptor lock
-        // (a 5-level direct-map address) is reported (lkml, June 2026,
-        // "kasan: Fix false-positive wild-memory-access on x86 under
-        // 5-level paging"). CI hit it once; 4-level paging avoids it.
-        cmdline_extra: if p.kernel.flavor == kernel::Flavor::Debug {
-            "acpi=noirq no5lvl".to_string()
-        } else {
-            String::new()
-        },
+        cmdline_extra: guest::flavor_cmdline(p.kernel.flavor).to_string(),
         qemu_extra: servers
             .as_ref()
             .map(|s| s.qemu_args())
