@@ -185,8 +185,9 @@ pub struct Compare {
     #[arg(long)]
     pub build_only: bool,
     /// Boots of each side, alternating (base, candidate, then candidate,
-    /// base, ...)
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
+    /// base, ...). A boot's mean is one sample: 4 against 4 is the fewest
+    /// that can reach 95 %
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
     pub boots: u32,
     /// Confidence level in percent for the intervals and verdicts
     #[arg(long, default_value_t = 95.0)]

@@ -54,12 +54,19 @@ pub const METRICS: &[Metric] = &[
 /// (device, workload, scheduler).
 pub type Case = (String, String, String);
 
-/// Every run's metrics, per case and side (0 base, 1 candidate), in the
-/// order the cases first appear.
+/// Every run's metrics, per case and side (0 base, 1 candidate), grouped
+/// by boot, in the order the cases first appear.
+///
+/// The sample is a boot's mean, not a run: the runs of one boot share its
+/// speed (its placement on the host, what else ran then), which moves a
+/// boot's IOPS by tens of percent, and even its instruction counts by a
+/// few, against another boot's. Pooling runs as independent samples made a
+/// comment-only patch "better" (docs/measurements/
+/// 2026-12-04-compare-both-ways.md).
 #[derive(Default)]
 pub struct Merged {
     pub cases: Vec<Case>,
-    samples: BTreeMap<Case, [Vec<Measured>; 2]>,
+    samples: BTreeMap<Case, [Vec<Vec<Measured>>; 2]>,
 }
 
 /// One metric of one case compared.
@@ -92,6 +99,7 @@ impl Merged {
 
     /// Adds the measured runs of one boot of `side`.
     pub fn add(&mut self, side: usize, res: &Results) {
+        let mut boot: BTreeMap<Case, Vec<Measured>> = BTreeMap::new();
         for r in &res.runs {
             let Some(measured) = &r.measured else {
                 continue;
@@ -101,10 +109,13 @@ impl Merged {
                 r.run.case.workload.clone(),
                 r.run.scheduler.clone(),
             );
-            if !self.samples.contains_key(&case) {
+            if !self.samples.contains_key(&case) && !boot.contains_key(&case) {
                 self.cases.push(case.clone());
             }
-            self.samples.entry(case).or_default()[side].push(measured.clone());
+            boot.entry(case).or_default().push(measured.clone());
+        }
+        for (case, runs) in boot {
+            self.samples.entry(case).or_default()[side].push(runs);
         }
     }
 
@@ -114,8 +125,15 @@ impl Merged {
         for case in &self.cases {
             let [base, cand] = &self.samples[case];
             for metric in METRICS {
-                let values = |ms: &[Measured]| -> Vec<f64> {
-                    ms.iter().filter_map(|m| (metric.get)(m)).collect()
+                // One value a boot: the mean of its runs'.
+                let values = |boots: &[Vec<Measured>]| -> Vec<f64> {
+                    boots
+                        .iter()
+                        .filter_map(|runs| {
+                            let v: Vec<f64> = runs.iter().filter_map(|m| (metric.get)(m)).collect();
+                            (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+                        })
+                        .collect()
                 };
                 let Some(cmp) = stats::compare(&values(base), &values(cand), metric.dir, level)
                 else {
@@ -157,8 +175,9 @@ mod tests {
     #[test]
     fn boots_pool_per_side_and_a_scaled_scheduler_stands_out() {
         let mut m = Merged::default();
-        // Two boots a side; the candidate's mq-deadline does 20 % fewer IOPS.
-        for _ in 0..2 {
+        // Four boots a side; the candidate's mq-deadline does 20 % fewer
+        // IOPS. A boot is one sample, whatever its runs.
+        for _ in 0..4 {
             m.add(0, &canned("none", 1.0));
             m.add(1, &canned("mq-deadline", 0.8));
         }

@@ -164,15 +164,15 @@ impl Comparison {
         let _ = writeln!(md, "| verdicts | {} |", self.tally());
         let _ = writeln!(
             md,
-            "\nEach side ran the suite in its own boots, alternating. Every run of every \
-             boot of a side is one sample. \"candidate / base\" is the ratio of the means; \
+            "\nEach side ran the suite in its own boots, alternating. A boot is one sample \
+             (the mean of its runs): the runs of one boot share its speed. \"candidate / base\" is the ratio of the means; \
              the interval is a bootstrap percentile interval of that ratio (10 000 resamples \
              of each side, fixed seed); p is Mann–Whitney U's two-sided p on the samples. \
              A metric is better or worse only when p is at most {:.2} and the interval \
              leaves out 1; by its direction (IOPS: higher is better; latency and \
              instructions per request: lower is better). \"too few samples to tell\": even \
              samples entirely apart could not reach the level with so few (two against two: \
-             p is at least 1/3); run more boots or repeats.\n",
+             p is at least 1/3; four against four can reach 95 %); run more boots.\n",
             1.0 - self.level
         );
         if !self.failures.is_empty() {
