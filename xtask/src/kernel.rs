@@ -397,6 +397,15 @@ pub fn ensure(tc: &Toolchain, opts: &KernelOpts) -> Result<Kernel> {
         sync_additions(&src, &add)?;
     }
     fs::create_dir_all(&build)?;
+    // The tree is about to change under the old key: a build cut short
+    // (Ctrl-C, a killed job) must not leave it looking up to date, with
+    // the old bzImage beside the new .config that modules build against.
+    match fs::remove_file(&key_file) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(e).with_context(|| format!("removing {}", key_file.display()))
+        }
+        _ => {}
+    }
     let logs = build.join("ironlift-logs");
     // Config: allnoconfig + our fragments + olddefconfig. Kconfig rewrites
     // only what changed, so an unchanged config rebuilds nothing.
