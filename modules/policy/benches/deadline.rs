@@ -14,17 +14,9 @@ use criterion::{black_box, criterion_group, BenchmarkId, Criterion, Throughput};
 use ironlift_policy::deadline::{Deadline, Slot};
 use ironlift_policy::{Dispatch, Nanos, Op, Policy, RequestDesc, NSEC_PER_USEC};
 
-/// A small, fast generator (xorshift64*).
-struct Rng(u64);
+mod rng;
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-}
+use rng::Rng;
 
 /// The steady-state workload: `depth` requests always queued.
 struct Workload {

@@ -29,6 +29,10 @@ use ironlift_policy::vr::{self, Vr};
 use ironlift_policy::{Dispatch, MergeProbe, Nanos, Op, Policy, RequestDesc, NSEC_PER_USEC};
 use std::time::{Duration, Instant};
 
+mod rng;
+
+use rng::Rng;
+
 /// Requests queued between cycles, and the requests a cycle moves.
 const DEPTH: usize = 32;
 const BATCH: usize = 32;
@@ -37,18 +41,6 @@ const ISSUERS: usize = 8;
 const TAGS: usize = DEPTH + BATCH;
 
 type CfqVec = Cfq<Vec<cfq::ReqSlot>, Vec<QueueSlot>>;
-
-/// A small, fast generator (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-}
 
 /// The operations a benchmark times.
 #[derive(Clone, Copy, PartialEq)]

@@ -10,17 +10,10 @@ use ironlift_policy::{Dispatch, Nanos, Op, Policy, RequestDesc, NSEC_PER_USEC};
 use std::collections::VecDeque;
 use std::hint::black_box;
 
-/// A small, fast generator (xorshift64*).
-pub struct Rng(pub u64);
+#[path = "../rng/mod.rs"]
+mod rng;
 
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-}
+pub use rng::Rng;
 
 /// The guest's overhead benchmark as rust-bfq sees it (fio randread, 2
 /// jobs x iodepth 32, on null_blk): the issuers take turns, each request is
