@@ -74,11 +74,12 @@ pub struct Run {
 }
 
 /// The runs of a results file: `case` names a run's case, `metrics`
-/// gives its figures.
+/// gives the figures a run measured (the case says which, where a kind's
+/// cases measure different things).
 pub fn runs_of<C, M>(
     records: &[RunRecord<C, M>],
     case: impl Fn(&C) -> String,
-    metrics: impl Fn(&M) -> Vec<Metric>,
+    metrics: impl Fn(&C, &M) -> Vec<Metric>,
 ) -> Vec<Run> {
     records
         .iter()
@@ -89,7 +90,7 @@ pub fn runs_of<C, M>(
             scheduler: r.run.scheduler.clone(),
             case: case(&r.run.case),
             outcome: match (&r.measured, &r.error) {
-                (Some(m), _) if r.ok => Ok(metrics(m)),
+                (Some(m), _) if r.ok => Ok(metrics(&r.run.case, m)),
                 (_, Some(e)) => Err(e.clone()),
                 _ => Err("no result".into()),
             },

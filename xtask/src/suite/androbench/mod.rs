@@ -206,7 +206,11 @@ impl Kind for Androbench {
     }
 
     fn kcidb_runs(res: &AndrobenchResults) -> Vec<crate::kcidb::Run> {
-        crate::kcidb::runs_of(&res.runs, |c| c.test.clone(), super::fio::kcidb_metrics)
+        crate::kcidb::runs_of(
+            &res.runs,
+            |c| c.test.clone(),
+            |_, m| super::fio::kcidb_metrics(m),
+        )
     }
 }
 

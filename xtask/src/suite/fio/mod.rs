@@ -281,7 +281,7 @@ impl Kind for Fio {
     }
 
     fn kcidb_runs(res: &Results) -> Vec<kcidb::Run> {
-        kcidb::runs_of(&res.runs, |c| c.workload.clone(), kcidb_metrics)
+        kcidb::runs_of(&res.runs, |c| c.workload.clone(), |_, m| kcidb_metrics(m))
     }
 }
 

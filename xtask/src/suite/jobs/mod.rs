@@ -195,7 +195,7 @@ impl Kind for Jobs {
         crate::kcidb::runs_of(
             &res.runs,
             |c| format!("{}.jobs{}", c.rw, c.jobs),
-            super::fio::kcidb_metrics,
+            |_, m| super::fio::kcidb_metrics(m),
         )
     }
 }

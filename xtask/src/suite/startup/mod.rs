@@ -302,7 +302,7 @@ impl Kind for Startup {
                     None => app,
                 }
             },
-            |m| {
+            |_, m| {
                 let mut out = vec![
                     Metric::scaled("startup_time", m.startup_s, "s"),
                     Metric::scaled("readers_bandwidth", m.readers_mb_s * 1e6, "B/s"),

@@ -254,30 +254,20 @@ impl Kind for ToolKind {
     }
 
     fn kcidb_runs(res: &ToolResults) -> Vec<crate::kcidb::Run> {
-        use crate::kcidb::{Metric, Run};
-        res.runs
-            .iter()
-            .map(|r| Run {
-                id: r.run.id.clone(),
-                repeat: r.run.repeat,
-                device: r.run.device.clone(),
-                scheduler: r.run.scheduler.clone(),
-                case: r.run.case.workload.clone(),
-                outcome: match (&r.measured, &r.error) {
-                    (Some(m), _) if r.ok => {
-                        let mut out = vec![Metric::scaled("elapsed", m.elapsed_s, "s")];
-                        for metric in r.run.case.tool.metrics() {
-                            if let Some(&v) = m.figures.get(metric.key) {
-                                out.push(Metric::plain(metric.key, v, metric.unit));
-                            }
-                        }
-                        Ok(out)
+        use crate::kcidb::Metric;
+        crate::kcidb::runs_of(
+            &res.runs,
+            |c| c.workload.clone(),
+            |c, m| {
+                let mut out = vec![Metric::scaled("elapsed", m.elapsed_s, "s")];
+                for metric in c.tool.metrics() {
+                    if let Some(&v) = m.figures.get(metric.key) {
+                        out.push(Metric::plain(metric.key, v, metric.unit));
                     }
-                    (_, Some(e)) => Err(e.clone()),
-                    _ => Err("no result".into()),
-                },
-            })
-            .collect()
+                }
+                out
+            },
+        )
     }
 }
 
