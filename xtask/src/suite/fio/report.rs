@@ -86,9 +86,16 @@ fn insns_markdown(res: &Results) -> String {
                  Counted by QEMU's TCG plugin (`--count-insns`) over each fio run, \
                  every CPU, divided by the requests started; \
                  the scheduler's own: its functions (a Rust scheduler's module and \
-                 the `rust_helper_` functions it calls).\n\n\
+                 the `rust_helper_` functions it calls). \
+                 Added over none: this scheduler's mean less `none`'s, which counts \
+                 what a scheduler makes the block layer and its library do (a C \
+                 scheduler's sort trees and merge lookups are `elv_rb_*`, `rb_*` \
+                 and `elv_merge`, outside its own functions; a Rust one's are in \
+                 its module), so it compares a Rust scheduler with its C \
+                 counterpart like for like.\n\n\
                  | scheduler | kernel insns / request (mean ± sd) | vs none | \
-                 scheduler's own insns / request |\n|---|---:|---:|---:|\n",
+                 added over none | added vs C counterpart | \
+                 scheduler's own insns / request |\n|---|---:|---:|---:|---:|---:|\n",
                 row.device, row.workload
             ));
             last = Some(k);
@@ -102,8 +109,27 @@ fn insns_markdown(res: &Results) -> String {
             (Some(x), Some(n)) if n > 0.0 => num(x / n, 2),
             _ => "-".into(),
         };
+        let added = |r: &Summary| Some(r.kernel_insns? - none?);
+        let mine = added(row);
+        let c_added = res
+            .summary
+            .iter()
+            .find(|r| {
+                r.device == row.device
+                    && r.workload == row.workload
+                    && Some(&r.scheduler) == row.counterpart.as_ref()
+            })
+            .and_then(added);
+        let vs_c = match (mine, c_added) {
+            (Some(x), Some(c)) if c > 0.0 => format!(
+                "{} ({})",
+                num(x / c, 2),
+                row.counterpart.as_deref().unwrap_or("")
+            ),
+            _ => String::new(),
+        };
         s.push_str(&format!(
-            "| {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} |\n",
             row.scheduler,
             report::pm(
                 row.kernel_insns.unwrap_or(f64::NAN),
@@ -111,6 +137,8 @@ fn insns_markdown(res: &Results) -> String {
                 0
             ),
             vs_none,
+            mine.map_or("-".into(), |x| num(x, 0)),
+            vs_c,
             num(row.scheduler_insns.unwrap_or(f64::NAN), 0),
         ));
     }
