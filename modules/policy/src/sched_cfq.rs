@@ -3,7 +3,7 @@
 //! [`Cfq`] as a module core runs it ([`super::sched`]): completions are
 //! timed and may call for a queue run ([`Cfq::after_completion`]), so they
 //! go through a [`TimedLog`]; the policy idles; it limits no depth. Its
-//! issuers are process I/O contexts ([`ContextIssuers`]).
+//! issuers are process I/O contexts ([`ContextIssuers`](super::sched::ContextIssuers)).
 
 use super::cfq::{AfterCompletion, Cfq, QueueSlot, ReqSlot, TUNABLE_NAMES};
 use super::completions::{LogWords, TimedLog};

@@ -352,7 +352,7 @@ impl Ctx<'_> {
     /// A queue just made idle whose finish is still ahead of its class's
     /// virtual time goes on the class's idle tree, with its weight and
     /// whether it is weight-raised as they are now: it keeps counting in
-    /// the weights [`Ctx::tag_share_over`] divides the tags by until the
+    /// the weights [`tag_depth`](super::Bfq::tag_depth) divides the tags by until the
     /// virtual time passes that finish or it becomes busy again, as C's
     /// idle tree entities count in `st->wsum`. (The virtual time itself
     /// advances by the busy queues' weights only: see the module docs.)
