@@ -13,7 +13,7 @@ use crate::modules::Module;
 use crate::util::{self, note};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -24,6 +24,10 @@ const PER_REQUEST: &str = "blk_mq_start_request";
 
 /// How many functions a run's `.insns.txt` lists.
 const LISTED: usize = 40;
+
+/// The fewest instructions per request a function needs to be in a run's
+/// function table (`<id>.functions.tsv`).
+const TABLE_FLOOR: f64 = 0.1;
 
 /// Builds the plugin (cached by the hash of its source) and returns the
 /// shared object's path.
@@ -219,10 +223,13 @@ fn by_function(dump: &str, syms: &Symbols) -> Vec<(String, u64, u64)> {
     v
 }
 
-/// Summarizes the dump of one run of `scheduler`, and writes into `listing`
-/// the functions that cost most, then all of the scheduler's own (per
-/// request, with entries per request).
-pub fn summarize(dump: &str, syms: &Symbols, scheduler: &str, listing: &Path) -> Result<InsnCount> {
+/// Summarizes the dump of one run of `scheduler`, and writes beside
+/// `base` (`runs/<id>`) two files: `<id>.insns.txt`, the functions that
+/// cost most, then all of the scheduler's own (per request, with entries
+/// per request), and `<id>.functions.tsv`, every function of at least
+/// [`TABLE_FLOOR`] instructions per request ([`read_functions`]).
+pub fn summarize(dump: &str, syms: &Symbols, scheduler: &str, base: &Path) -> Result<InsnCount> {
+    let listing = base.with_extension("insns.txt");
     let funcs = by_function(dump, syms);
     let requests = funcs
         .iter()
@@ -253,12 +260,113 @@ pub fn summarize(dump: &str, syms: &Symbols, scheduler: &str, listing: &Path) ->
     for f in own_funcs {
         text.push_str(&row(f, ""));
     }
-    fs::write(listing, text)?;
+    fs::write(&listing, text).with_context(|| format!("writing {}", listing.display()))?;
+    let mut table = String::from("# insns/request\tcalls/request\tfunction\n");
+    for f in funcs.iter().filter(|f| per(f.1) >= TABLE_FLOOR) {
+        table.push_str(&format!("{:.2}\t{:.3}\t{}\n", per(f.1), per(f.2), f.0));
+    }
+    let tsv = base.with_extension("functions.tsv");
+    fs::write(&tsv, table).with_context(|| format!("writing {}", tsv.display()))?;
     Ok(InsnCount {
         requests,
         kernel_per_request: per(total),
         scheduler_per_request: per(own),
     })
+}
+
+/// A run's function table (`<id>.functions.tsv`, written by
+/// [`summarize`]): instructions per request by function.
+pub fn read_functions(tsv: &Path) -> Result<BTreeMap<String, f64>> {
+    let text = fs::read_to_string(tsv).with_context(|| format!("reading {}", tsv.display()))?;
+    let mut out = BTreeMap::new();
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let mut it = line.splitn(3, '\t');
+        let (Some(n), Some(_), Some(f)) = (it.next(), it.next(), it.next()) else {
+            bail!("{}: not a function table line: {line:?}", tsv.display());
+        };
+        let n: f64 = n
+            .parse()
+            .with_context(|| format!("{}: {line:?}", tsv.display()))?;
+        out.insert(f.to_string(), n);
+    }
+    Ok(out)
+}
+
+/// A function's name as [`Symbols`] gives it, readable: a Rust symbol
+/// (v0 mangling) as its module path, the first type on it and the
+/// function (`rust_deadline:deadline::sort::Deadline::tree_insert`); C
+/// names as they are.
+pub fn short_name(name: &str) -> String {
+    let (module, sym) = match name.split_once(':') {
+        Some((m, s)) => (Some(m), s),
+        None => (None, name),
+    };
+    let Some(rest) = sym.strip_prefix("_R") else {
+        return name.to_string();
+    };
+    let idents = v0_identifiers(rest);
+    let Some((last, path)) = idents.split_last() else {
+        return name.to_string();
+    };
+    // The crate comes first; the path runs to the first type (a name that
+    // starts with a capital).
+    let mut parts: Vec<&str> = Vec::new();
+    for id in path.iter().skip(1) {
+        parts.push(id);
+        if id.starts_with(|c: char| c.is_ascii_uppercase()) {
+            break;
+        }
+    }
+    parts.push(last);
+    let path = parts.join("::");
+    match module {
+        Some(m) => format!("{m}:{path}"),
+        None => path,
+    }
+}
+
+/// The identifiers of a v0-mangled symbol, in order: each `<length><name>`
+/// (`_` after the length when the name starts with a digit or `_`),
+/// skipping crate disambiguators (`Cs..._`) and back-references
+/// (`B..._`).
+fn v0_identifiers(s: &str) -> Vec<&str> {
+    let b = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'C' if b.get(i + 1) == Some(&b's') => {
+                i += 2;
+                while i < b.len() && b[i] != b'_' {
+                    i += 1;
+                }
+                i += 1;
+            }
+            b'B' | b's' => {
+                i += 1;
+                while i < b.len() && b[i].is_ascii_alphanumeric() {
+                    i += 1;
+                }
+                i += 1;
+            }
+            c if c.is_ascii_digit() => {
+                let start = i;
+                while i < b.len() && b[i].is_ascii_digit() {
+                    i += 1;
+                }
+                let n: usize = s[start..i].parse().unwrap_or(0);
+                if b.get(i) == Some(&b'_') {
+                    i += 1;
+                }
+                if n > 0 && i + n <= b.len() {
+                    out.push(&s[i..i + n]);
+                }
+                i += n;
+            }
+            _ => i += 1,
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -309,8 +417,9 @@ mod tests {
                     ffffffff81001300 3 100\n";
         let dir = std::env::temp_dir().join(format!("ironlift-insns-{}", std::process::id()));
         fs::create_dir_all(&dir).unwrap();
+        let base = dir.join("x");
         let listing = dir.join("x.insns.txt");
-        let c = summarize(dump, &syms(), "rust-bfq", &listing).unwrap();
+        let c = summarize(dump, &syms(), "rust-bfq", &base).unwrap();
         // 100 requests (entries of blk_mq_start_request's first block only).
         assert_eq!(c.requests, 100);
         assert_eq!(
@@ -319,18 +428,47 @@ mod tests {
         );
         // The module and rust_helper_; not the C scheduler's functions.
         assert_eq!(c.scheduler_per_request, (1400 + 300) as f64 / 100.0);
-        let c = summarize(dump, &syms(), "bfq", &listing).unwrap();
+        let c = summarize(dump, &syms(), "bfq", &base).unwrap();
         assert_eq!(c.scheduler_per_request, 60.0);
         let text = fs::read_to_string(&listing).unwrap();
         assert!(text.contains("bfq_insert_requests  *"), "{text}");
+        let table = read_functions(&dir.join("x.functions.tsv")).unwrap();
+        assert_eq!(table["bfq_insert_requests"], 60.0);
+        assert_eq!(table["rust_bfq:_RNvfoo_insert"], 14.0);
+        assert_eq!(table.values().sum::<f64>(), c.kernel_per_request);
         fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn a_run_without_requests_is_an_error() {
         let dump = "ffffffff81001100 20 300\n";
-        let listing = std::env::temp_dir().join("ironlift-insns-none.txt");
-        assert!(summarize(dump, &syms(), "bfq", &listing).is_err());
+        let base = std::env::temp_dir().join("ironlift-insns-none");
+        assert!(summarize(dump, &syms(), "bfq", &base).is_err());
+    }
+
+    #[test]
+    fn rust_symbols_read_as_paths() {
+        assert_eq!(
+            short_name(
+                "rust_deadline:_RNvMNtNtNtNtCsl7L7n58I0Vr_6kernel5block2mq8elevator6vtable\
+                 INtB2_6VtableINtNtCsaQaFwbzha4f_13rust_deadline4glue14PolicyElevator\
+                 NtB1c_12RustDeadlineEE15insert_requestsB1c_"
+            ),
+            "rust_deadline:block::mq::elevator::vtable::Vtable::insert_requests"
+        );
+        assert_eq!(
+            short_name(
+                "rust_deadline:_RNvMNtNtCsaQaFwbzha4f_13rust_deadline8deadline4sort\
+                 INtB4_8DeadlineINtNtB6_4glue7StorageNtB4_4SlotEE11tree_removeB6_"
+            ),
+            "rust_deadline:deadline::sort::Deadline::tree_remove"
+        );
+        assert_eq!(
+            short_name("rust_bfq:_RNvMNtNtCs4sed78L5JXd_8rust_bfq3bfq5hooksNtB7_3Ctx6insert"),
+            "rust_bfq:bfq::hooks::Ctx::insert"
+        );
+        assert_eq!(short_name("dd_insert_requests"), "dd_insert_requests");
+        assert_eq!(short_name("rust_helper_spin_lock"), "rust_helper_spin_lock");
     }
 
     #[test]

@@ -1,12 +1,13 @@
 //! The boots' results pooled per side, and compared metric by metric.
 
-use super::stats::{self, Comparison, Direction};
+use super::stats::{self, Comparison, Direction, Verdict};
+use crate::insns;
 use crate::suite::fio::{Measured, Results};
 use anyhow::{Context, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// A metric of a fio run that the comparison looks at.
 pub struct Metric {
@@ -67,6 +68,25 @@ pub type Case = (String, String, String);
 pub struct Merged {
     pub cases: Vec<Case>,
     samples: BTreeMap<Case, [Vec<Vec<Measured>>; 2]>,
+    /// With `--count-insns`: per case and side, each boot's instructions
+    /// per request by function (the mean of its runs' function tables).
+    functions: BTreeMap<Case, [Vec<BTreeMap<String, f64>>; 2]>,
+}
+
+/// How many functions [`Merged::function_changes`] names per case.
+const FUNCTIONS_NAMED: usize = 10;
+
+/// A function whose instructions per request moved between the sides.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct FunctionChange {
+    pub device: String,
+    pub workload: String,
+    pub scheduler: String,
+    /// As [`insns::short_name`] gives it.
+    pub function: String,
+    /// Mean over each side's boots of its instructions per request.
+    pub base: f64,
+    pub candidate: f64,
 }
 
 /// One metric of one case compared.
@@ -93,8 +113,79 @@ impl Merged {
             let res: Results = serde_json::from_str(&text)
                 .with_context(|| format!("{} is not a fio results file", file.display()))?;
             m.add(*side, &res);
+            m.add_functions(*side, &dir.join("runs"), &res)?;
         }
         Ok(m)
+    }
+
+    /// Adds the function tables of one boot's runs (`runs/<id>.functions.tsv`,
+    /// where `--count-insns` wrote them), each case's runs averaged.
+    pub fn add_functions(&mut self, side: usize, runs_dir: &Path, res: &Results) -> Result<()> {
+        let mut boot: BTreeMap<Case, Vec<BTreeMap<String, f64>>> = BTreeMap::new();
+        for r in &res.runs {
+            let tsv = runs_dir.join(format!("{}.functions.tsv", r.run.id));
+            if r.measured.as_ref().and_then(|m| m.insns.as_ref()).is_none() || !tsv.exists() {
+                continue;
+            }
+            let case = (
+                r.run.device.clone(),
+                r.run.case.workload.clone(),
+                r.run.scheduler.clone(),
+            );
+            boot.entry(case)
+                .or_default()
+                .push(insns::read_functions(&tsv)?);
+        }
+        for (case, tables) in boot {
+            self.functions.entry(case).or_default()[side].push(mean_table(&tables));
+        }
+        Ok(())
+    }
+
+    /// For each case whose instructions per request the comparison found
+    /// better or worse (`rows`), the functions whose instructions per
+    /// request moved most between the sides' means, at least one per
+    /// request.
+    pub fn function_changes(&self, rows: &[Row]) -> Vec<FunctionChange> {
+        let mut out = Vec::new();
+        for case in &self.cases {
+            let moved = rows.iter().any(|r| {
+                (&r.device, &r.workload, &r.scheduler) == (&case.0, &case.1, &case.2)
+                    && r.metric.contains("insns")
+                    && matches!(r.cmp.verdict, Verdict::Better | Verdict::Worse)
+            });
+            let Some([base, cand]) = self.functions.get(case) else {
+                continue;
+            };
+            if !moved || base.is_empty() || cand.is_empty() {
+                continue;
+            }
+            let (base, cand) = (mean_table(base), mean_table(cand));
+            let mut names: Vec<&String> = base.keys().chain(cand.keys()).collect();
+            names.sort();
+            names.dedup();
+            let get = |t: &BTreeMap<String, f64>, f: &str| t.get(f).copied().unwrap_or(0.0);
+            let mut changes: Vec<(&String, f64, f64)> = names
+                .into_iter()
+                .map(|f| (f, get(&base, f), get(&cand, f)))
+                .filter(|(_, b, c)| (c - b).abs() >= 1.0)
+                .collect();
+            changes.sort_by(|x, y| (y.2 - y.1).abs().total_cmp(&(x.2 - x.1).abs()));
+            out.extend(
+                changes
+                    .into_iter()
+                    .take(FUNCTIONS_NAMED)
+                    .map(|(f, b, c)| FunctionChange {
+                        device: case.0.clone(),
+                        workload: case.1.clone(),
+                        scheduler: case.2.clone(),
+                        function: insns::short_name(f),
+                        base: b,
+                        candidate: c,
+                    }),
+            );
+        }
+        out
     }
 
     /// Adds the measured runs of one boot of `side`.
@@ -154,10 +245,22 @@ impl Merged {
     }
 }
 
+/// The mean of function tables, a function missing from one counting 0
+/// there.
+fn mean_table(tables: &[BTreeMap<String, f64>]) -> BTreeMap<String, f64> {
+    let mut sum: BTreeMap<String, f64> = BTreeMap::new();
+    for t in tables {
+        for (f, v) in t {
+            *sum.entry(f.clone()).or_default() += v;
+        }
+    }
+    let n = tables.len().max(1) as f64;
+    sum.into_iter().map(|(f, v)| (f, v / n)).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::stats::Verdict;
 
     /// The canned fio results, its IOPS scaled by `scale` for every run
     /// of `scheduler`.
@@ -170,6 +273,48 @@ mod tests {
             }
         }
         res
+    }
+
+    #[test]
+    fn functions_that_moved_are_named_where_the_count_moved() {
+        let dir = std::env::temp_dir().join(format!("ironlift-merge-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let mut m = Merged::default();
+        for boot in 0..4 {
+            for side in 0..2 {
+                let mut res = canned("none", 1.0);
+                for r in res.runs.iter_mut() {
+                    let extra = if side == 1 && r.run.scheduler == "rust-deadline" {
+                        3000.0
+                    } else {
+                        0.0
+                    };
+                    let Some(c) = r.measured.as_mut().and_then(|m| m.insns.as_mut()) else {
+                        continue;
+                    };
+                    c.kernel_per_request += extra + boot as f64;
+                    let insert = 276.0 + extra + boot as f64;
+                    let tsv = format!(
+                        "# insns/request\tcalls/request\tfunction\n\
+                         {insert}\t1\trust_deadline:_RNvNtCsx_13rust_deadline4glue6insert\n\
+                         {}\t1\tblk_mq_submit_bio\n",
+                        168.0 + boot as f64 * 0.1
+                    );
+                    fs::write(dir.join(format!("{}.functions.tsv", r.run.id)), tsv).unwrap();
+                }
+                m.add(side, &res);
+                m.add_functions(side, &dir, &res).unwrap();
+            }
+        }
+        let rows = m.compare(0.95);
+        let changes = m.function_changes(&rows);
+        fs::remove_dir_all(&dir).unwrap();
+        assert!(!changes.is_empty());
+        for c in &changes {
+            assert_eq!(c.scheduler, "rust-deadline", "{c:?}");
+            assert_eq!(c.function, "rust_deadline:glue::insert");
+            assert!((c.candidate - c.base - 3000.0).abs() < 1e-9, "{c:?}");
+        }
     }
 
     #[test]

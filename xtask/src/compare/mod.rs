@@ -72,6 +72,7 @@ pub fn run(o: &Compare) -> Result<()> {
     let merged = merge::Merged::read(&boots)?;
     let level = o.level / 100.0;
     let rows = merged.compare(level);
+    let functions = merged.function_changes(&rows);
     let cmp = page::Comparison {
         suite: suite.name.clone(),
         quick: o.s.quick,
@@ -84,6 +85,7 @@ pub fn run(o: &Compare) -> Result<()> {
         candidate: sides[1].what.clone(),
         failures,
         rows,
+        functions,
     };
     cmp.write(&out)?;
     println!("{}", cmp.markdown_tables());

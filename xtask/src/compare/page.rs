@@ -2,7 +2,7 @@
 //! chart of the intervals per device, and compare.html (the same page
 //! with the charts inline).
 
-use super::merge::Row;
+use super::merge::{FunctionChange, Row};
 use super::stats::Verdict;
 use crate::chart;
 use crate::report::{distinct, num};
@@ -26,6 +26,9 @@ pub struct Comparison {
     /// Boots whose suite reported a failure.
     pub failures: Vec<String>,
     pub rows: Vec<Row>,
+    /// With `--count-insns`: where the instructions per request moved, for
+    /// the cases whose count was better or worse.
+    pub functions: Vec<FunctionChange>,
 }
 
 /// A figure with as many decimals as its size deserves.
@@ -186,6 +189,7 @@ impl Comparison {
             let _ = writeln!(md, "## {d}\n\n![{d}]({name})\n");
         }
         let _ = writeln!(md, "## Tables\n{}", self.markdown_tables());
+        md.push_str(&self.functions_markdown());
         let _ = writeln!(
             md,
             "\nRaw data: `compare.json` (every row), and each boot's own report under {}.",
@@ -195,6 +199,44 @@ impl Comparison {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
+        md
+    }
+
+    /// The functions whose instructions per request moved most, a table
+    /// per case; empty without any.
+    fn functions_markdown(&self) -> String {
+        let mut md = String::new();
+        if self.functions.is_empty() {
+            return md;
+        }
+        let _ = writeln!(
+            md,
+            "\n## Where the instructions per request moved\n\n\
+             For each case whose instructions per request came out better or worse, the \
+             functions whose count moved most (the mean of each side's boots; each boot's \
+             runs' `runs/<id>.functions.tsv`). A function that only one side has is one \
+             that was renamed, added, removed or inlined."
+        );
+        let mut last: Option<(&str, &str, &str)> = None;
+        for f in &self.functions {
+            let case = (f.device.as_str(), f.workload.as_str(), f.scheduler.as_str());
+            if last != Some(case) {
+                let _ = writeln!(
+                    md,
+                    "\n### {} {} {}\n\n| function | base | candidate | change |\n|---|---:|---:|---:|",
+                    case.0, case.1, case.2
+                );
+                last = Some(case);
+            }
+            let _ = writeln!(
+                md,
+                "| `{}` | {} | {} | {:+.1} |",
+                f.function,
+                num(f.base, 1),
+                num(f.candidate, 1),
+                f.candidate - f.base
+            );
+        }
         md
     }
 
@@ -257,6 +299,15 @@ pub mod tests {
                 row("randread", "kernel insns / request", &base, &base),
                 row("seqread", "IOPS", &base[..2], &slower[..2]),
             ],
+            functions: vec![FunctionChange {
+                device: "nullb".into(),
+                workload: "randread".into(),
+                scheduler: "rust-deadline".into(),
+                function: "rust_deadline:block::mq::elevator::vtable::Vtable::insert_requests"
+                    .into(),
+                base: 276.4,
+                candidate: 3789.0,
+            }],
         }
     }
 
@@ -273,6 +324,13 @@ pub mod tests {
             "| verdicts | 0 better, 1 worse, 1 no difference detected, 1 too few samples to tell |"
         ));
         assert!(md.contains("![nullb](compare-nullb.svg)"));
+        assert!(
+            md.contains(
+                "| `rust_deadline:block::mq::elevator::vtable::Vtable::insert_requests` \
+             | 276.4 | 3789.0 | +3512.6 |"
+            ),
+            "{md}"
+        );
         let worse = c.worse_than(10.0);
         assert_eq!(worse.len(), 1, "{worse:?}");
         assert!(worse[0].starts_with("nullb randread rust-deadline: IOPS 20.0 % worse"));

@@ -333,7 +333,8 @@ pub fn read_fio_run(runs_dir: &Path, id: &str) -> Result<Measured, String> {
 }
 
 /// A run's instruction counts (`<base>.insns`, from the plugin), per
-/// request; the listing goes to `<base>.insns.txt`. A run without counts,
+/// request; the listing goes to `<base>.insns.txt` and the function table
+/// to `<base>.functions.tsv`. A run without counts,
 /// or whose counts cannot be read, gets none, and says why.
 fn count_insns(base: &Path, syms: &insns::Symbols, scheduler: &str) -> Option<insns::InsnCount> {
     let dump = match fs::read_to_string(base.with_extension("insns")) {
@@ -343,7 +344,7 @@ fn count_insns(base: &Path, syms: &insns::Symbols, scheduler: &str) -> Option<in
             return None;
         }
     };
-    match insns::summarize(&dump, syms, scheduler, &base.with_extension("insns.txt")) {
+    match insns::summarize(&dump, syms, scheduler, base) {
         Ok(c) => Some(c),
         Err(e) => {
             note(&format!("{}: instruction counts: {e:#}", base.display()));
