@@ -49,10 +49,11 @@ where
     Ok(s)
 }
 
-/// A legend of `names` in the palette's colours, a line each, on `area`.
+/// A legend of `names` in the palette's colours, a line each, from the
+/// top of `area`.
 pub fn legend(area: &DrawingArea<SVGBackend<'_>, Shift>, names: &[String]) -> Result<()> {
     for (i, name) in names.iter().enumerate() {
-        let y = 40 + 16 * i as i32;
+        let y = 15 + 16 * i as i32;
         area.draw(&Rectangle::new([(5, y), (15, y + 10)], rgb(i).filled()))?;
         area.draw(&Text::new(name.as_str(), (20, y), ("sans-serif", 13)))?;
     }
@@ -78,12 +79,15 @@ where
     F: Fn(usize, usize) -> Option<Bar>,
 {
     let ng = groups.len().max(1);
-    let width = 80 + (18 * series.len() as u32 + 24) * ng as u32 + 170;
+    // Wide enough for the bars and the legend, and for the title, which
+    // spans both.
+    let width = (80 + (18 * series.len() as u32 + 24) * ng as u32 + 170)
+        .max(9 * title.chars().count() as u32 + 40);
     let w = 0.85 / series.len().max(1) as f64;
     svg(width, 320, |root| {
-        let (plot, legend_area) = root.split_horizontally(width - 160);
+        let body = root.titled(&title, ("sans-serif", 17))?;
+        let (plot, legend_area) = body.split_horizontally(width - 160);
         let mut c = ChartBuilder::on(&plot)
-            .caption(title, ("sans-serif", 17))
             .margin(10)
             .x_label_area_size(25)
             .y_label_area_size(40)
