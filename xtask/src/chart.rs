@@ -1,5 +1,6 @@
 //! The reports' charts, drawn with `plotters` as SVG: what they share
-//! (the colours, the document) and the comparison's interval chart.
+//! (the colours, the document, the legend), the suites' grouped bar chart
+//! and the comparison's interval chart.
 
 use crate::compare::merge::Row;
 use crate::compare::stats::Verdict;
@@ -7,7 +8,6 @@ use anyhow::{anyhow, Result};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
-use std::fmt::Write as _;
 
 /// One colour per scheduler, in the suite's scheduler order.
 pub const PALETTE: &[&str] = &[
@@ -225,27 +225,6 @@ pub fn nice_ceiling(x: f64) -> f64 {
         }
     }
     10.0 * p
-}
-
-/// An SVG document of `width` × `height` on white, with `title` (escaped
-/// by the caller) at `title_x`; [`end`] closes it.
-pub fn start(width: f64, height: f64, title_x: f64, title: &str) -> String {
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" font-family="sans-serif" font-size="11">"#
-    );
-    let _ = write!(
-        s,
-        r#"<rect width="100%" height="100%" fill="white"/><text x="{title_x}" y="20" font-size="14" font-weight="bold">{title}</text>"#
-    );
-    s
-}
-
-/// Closes a document of [`start`].
-pub fn end(mut s: String) -> String {
-    s.push_str("</svg>\n");
-    s
 }
 
 /// An axis number: two decimals at most, no trailing zeros.
