@@ -1,12 +1,13 @@
 //! The reports' charts, drawn with `plotters` as SVG: what they share
-//! (the colours, the document) and the comparison's interval chart.
+//! (the colours, the document, the legend), the suites' grouped bar chart
+//! and the comparison's interval chart.
 
 use crate::compare::merge::Row;
 use crate::compare::stats::Verdict;
 use anyhow::{anyhow, Result};
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use std::fmt::Write as _;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 /// One colour per scheduler, in the suite's scheduler order.
 pub const PALETTE: &[&str] = &[
@@ -48,14 +49,91 @@ where
     Ok(s)
 }
 
-/// A legend of `names` in the palette's colours, a line each, on `area`.
+/// A legend of `names` in the palette's colours, a line each, from the
+/// top of `area`.
 pub fn legend(area: &DrawingArea<SVGBackend<'_>, Shift>, names: &[String]) -> Result<()> {
     for (i, name) in names.iter().enumerate() {
-        let y = 40 + 16 * i as i32;
+        let y = 15 + 16 * i as i32;
         area.draw(&Rectangle::new([(5, y), (15, y + 10)], rgb(i).filled()))?;
         area.draw(&Text::new(name.as_str(), (20, y), ("sans-serif", 13)))?;
     }
     Ok(())
+}
+
+/// One bar of [`bars_svg`]: its height and, if known, its sd (a whisker
+/// from height - sd to height + sd).
+pub type Bar = (f64, Option<f64>);
+
+/// A grouped bar chart on 0..`y_max`: a group per `groups` item (named
+/// under it), in each a bar per `series` item in the palette's colours
+/// (named in the legend), `bar(group, series)` its height and whisker, and
+/// a line at 1, the level the bars are relative to.
+pub fn bars_svg<F>(
+    title: String,
+    groups: &[&str],
+    series: &[String],
+    y_max: f64,
+    bar: F,
+) -> Result<String>
+where
+    F: Fn(usize, usize) -> Option<Bar>,
+{
+    let ng = groups.len().max(1);
+    // Wide enough for the bars and the legend, and for the title, which
+    // spans both.
+    let width = (80 + (18 * series.len() as u32 + 24) * ng as u32 + 170)
+        .max(9 * title.chars().count() as u32 + 40);
+    let w = 0.85 / series.len().max(1) as f64;
+    svg(width, 320, |root| {
+        let body = root.titled(&title, ("sans-serif", 17))?;
+        let (plot, legend_area) = body.split_horizontally(width - 160);
+        let mut c = ChartBuilder::on(&plot)
+            .margin(10)
+            .x_label_area_size(25)
+            .y_label_area_size(40)
+            .build_cartesian_2d(0.0..ng as f64, 0.0..y_max)?;
+        c.configure_mesh()
+            .label_style(("sans-serif", 13))
+            .light_line_style(TRANSPARENT)
+            .disable_x_mesh()
+            .x_labels(0)
+            .y_label_formatter(&|y| format!("{y:.1}"))
+            .draw()?;
+        // The groups' names under them.
+        let under = ("sans-serif", 13)
+            .into_font()
+            .into_text_style(root)
+            .pos(Pos::new(HPos::Center, VPos::Top));
+        for (gi, g) in groups.iter().enumerate() {
+            let (x, y) = c.backend_coord(&(gi as f64 + 0.5, 0.0));
+            root.draw(&Text::new(g.to_string(), (x, y + 6), under.clone()))?;
+        }
+        c.draw_series(std::iter::once(PathElement::new(
+            vec![(0.0, 1.0), (ng as f64, 1.0)],
+            BLACK,
+        )))?;
+        for si in 0..series.len() {
+            let color = rgb(si);
+            let bars = (0..groups.len()).filter_map(|gi| {
+                let (h, sd) = bar(gi, si)?;
+                Some((gi as f64 + 0.075 + si as f64 * w, h, sd))
+            });
+            for (x, h, sd) in bars {
+                c.draw_series(std::iter::once(Rectangle::new(
+                    [(x, 0.0), (x + w * 0.9, h.min(y_max))],
+                    color.filled(),
+                )))?;
+                if let Some(sd) = sd {
+                    let cx = x + w * 0.45;
+                    c.draw_series(std::iter::once(PathElement::new(
+                        vec![(cx, (h - sd).max(0.0)), (cx, (h + sd).min(y_max))],
+                        BLACK,
+                    )))?;
+                }
+            }
+        }
+        legend(&legend_area, series)
+    })
 }
 
 /// The colour of a verdict: green better, red worse, grey otherwise.
@@ -147,27 +225,6 @@ pub fn nice_ceiling(x: f64) -> f64 {
         }
     }
     10.0 * p
-}
-
-/// An SVG document of `width` × `height` on white, with `title` (escaped
-/// by the caller) at `title_x`; [`end`] closes it.
-pub fn start(width: f64, height: f64, title_x: f64, title: &str) -> String {
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" font-family="sans-serif" font-size="11">"#
-    );
-    let _ = write!(
-        s,
-        r#"<rect width="100%" height="100%" fill="white"/><text x="{title_x}" y="20" font-size="14" font-weight="bold">{title}</text>"#
-    );
-    s
-}
-
-/// Closes a document of [`start`].
-pub fn end(mut s: String) -> String {
-    s.push_str("</svg>\n");
-    s
 }
 
 /// An axis number: two decimals at most, no trailing zeros.

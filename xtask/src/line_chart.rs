@@ -1,159 +1,159 @@
-//! A line chart panel for the suites' SVG reports: y against x, one line
-//! per series (a scheduler), points with ± sd whiskers. Several panels
-//! share one document ([`crate::chart::start`]).
+//! A line chart for the suites' reports, drawn with `plotters` as SVG: a
+//! panel per workload, y against x in each, a line per series (a
+//! scheduler) with its points and ± sd whiskers, one legend for all.
 
-use crate::chart::{self, esc};
-use std::fmt::Write as _;
+use crate::chart;
+use anyhow::Result;
+use plotters::coord::types::RangedCoordf64;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-/// One line: its name and, per x of the panel, the mean and sd (None: no
-/// figure there).
-pub struct Series<'a> {
-    pub name: &'a str,
-    pub points: Vec<Option<(f64, f64)>>,
-}
+/// One line: per x of the panel, the mean and sd (None: no figure there).
+pub type Series = Vec<Option<(f64, f64)>>;
 
-/// Where a panel goes and what it says.
+/// One panel: its title, its xs (rising) and its lines, the `i`th in the
+/// `i`th colour and named by the legend's `i`th name.
 pub struct Panel<'a> {
-    pub x0: f64,
-    pub y0: f64,
-    pub width: f64,
-    pub height: f64,
     pub title: &'a str,
-    pub y_label: &'a str,
-    pub x_label: &'a str,
-    pub xs: &'a [f64],
+    pub xs: Vec<f64>,
+    pub series: Vec<Series>,
 }
 
-/// Draws `panel` with `series` (colour by index, as the legend) into `s`.
-pub fn panel(s: &mut String, p: &Panel, series: &[Series]) {
-    let top = p.y0 + 20.0;
-    let h = p.height - 55.0;
-    let left = p.x0 + 45.0;
-    let w = p.width - 55.0;
-    let max = series
+/// The panels' size in pixels, and the legend's width.
+const PANEL: (u32, u32) = (340, 240);
+const LEGEND: u32 = 190;
+
+/// A chart of `panels`, two abreast, under `title`, with the axes named
+/// `x_label` and `y_label` and a legend of `names` on the right.
+pub fn svg(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    panels: &[Panel],
+    names: &[String],
+) -> Result<String> {
+    let cols = panels.len().clamp(1, 2);
+    let rows = panels.len().div_ceil(cols).max(1);
+    let width = PANEL.0 * cols as u32 + LEGEND;
+    let height = 40 + PANEL.1 * rows as u32;
+    // A long title (a long device name) in smaller type stays inside.
+    let title_size = if title.chars().count() > 60 { 13 } else { 17 };
+    chart::svg(width, height, |root| {
+        let body = root.titled(title, ("sans-serif", title_size))?;
+        let (plots, legend) = body.split_horizontally(PANEL.0 * cols as u32);
+        for (p, area) in panels.iter().zip(plots.split_evenly((rows, cols))) {
+            panel(&area, p, x_label, y_label)?;
+        }
+        chart::legend(&legend, names)
+    })
+}
+
+/// One panel on `area`: y from 0 to a round number above the highest
+/// mean + sd, x over the panel's xs, ticked at each.
+fn panel(
+    area: &DrawingArea<SVGBackend<'_>, Shift>,
+    p: &Panel,
+    x_label: &str,
+    y_label: &str,
+) -> Result<()> {
+    let top = p
+        .series
         .iter()
-        .flat_map(|s| s.points.iter().flatten().map(|(m, sd)| m + sd))
+        .flat_map(|s| s.iter().flatten().map(|(m, sd)| m + sd.max(0.0)))
         .filter(|v| v.is_finite())
         .fold(0.0f64, f64::max);
-    let max = if max > 0.0 {
-        chart::nice_ceiling(max)
+    let top = if top > 0.0 {
+        chart::nice_ceiling(top)
     } else {
         1.0
     };
-    let (lo, hi) = (
-        p.xs.first().copied().unwrap_or(0.0),
-        p.xs.last().copied().unwrap_or(1.0),
-    );
-    let x = |v: f64| {
-        left + if hi > lo {
-            (v - lo) / (hi - lo) * w
-        } else {
-            0.0
-        }
+    let (lo, hi) = match (p.xs.first(), p.xs.last()) {
+        (Some(&lo), Some(&hi)) if hi > lo => (lo, hi),
+        (Some(&x), _) => (x - 1.0, x + 1.0),
+        _ => (0.0, 1.0),
     };
-    let y = |v: f64| top + h - (v / max).clamp(0.0, 1.0) * h;
-    let _ = write!(
-        s,
-        r#"<text x="{left:.1}" y="{:.1}" font-weight="bold">{}</text>"#,
-        top - 6.0,
-        esc(p.title)
-    );
-    for i in 0..=4 {
-        let v = max * i as f64 / 4.0;
-        let _ = write!(
-            s,
-            r##"<line x1="{left:.1}" x2="{:.1}" y1="{yy:.1}" y2="{yy:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
-            left + w,
-            left - 4.0,
-            y(v) + 4.0,
-            chart::trim_num(v),
-            yy = y(v)
-        );
+    // A little room either side, so the end points and whiskers are clear
+    // of the axis.
+    let pad = (hi - lo) * 0.04;
+    let mut c = ChartBuilder::on(area)
+        .caption(p.title, ("sans-serif", 14))
+        .margin(8)
+        .x_label_area_size(35)
+        .y_label_area_size(50)
+        .build_cartesian_2d((lo - pad)..(hi + pad), 0.0..top)?;
+    c.configure_mesh()
+        .label_style(("sans-serif", 12))
+        .light_line_style(TRANSPARENT)
+        .bold_line_style(RGBColor(0xdd, 0xdd, 0xdd))
+        .disable_x_mesh()
+        .x_labels(0)
+        .y_labels(6)
+        .y_label_formatter(&|y| chart::trim_num(*y))
+        .y_desc(y_label)
+        .draw()?;
+    // The xs themselves as the ticks (job counts, say 1, 2, 4, 8), which
+    // plotters' own ticks on a linear axis would miss, and the axis's name
+    // under them. `backend_coord` is the document's pixel, `area` draws
+    // from its own corner.
+    let (ax, ay) = area.get_base_pixel();
+    let at = |x: f64| {
+        let (bx, by) = c.backend_coord(&(x, 0.0));
+        (bx - ax, by - ay)
+    };
+    let under = ("sans-serif", 12)
+        .into_font()
+        .into_text_style(area)
+        .pos(Pos::new(HPos::Center, VPos::Top));
+    for &x in &p.xs {
+        let (bx, by) = at(x);
+        area.draw(&PathElement::new(vec![(bx, by), (bx, by + 4)], BLACK))?;
+        area.draw(&Text::new(chart::trim_num(x), (bx, by + 6), under.clone()))?;
     }
-    let _ = write!(
-        s,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-        left + w / 2.0,
-        top + h + 28.0,
-        esc(p.x_label)
-    );
-    for &xv in p.xs {
-        let _ = write!(
-            s,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-            x(xv),
-            top + h + 14.0,
-            chart::trim_num(xv)
-        );
-    }
-    let _ = write!(
-        s,
-        r#"<text x="{:.1}" y="{:.1}" transform="rotate(-90 {0:.1} {1:.1})" text-anchor="middle">{}</text>"#,
-        p.x0 + 10.0,
-        top + h / 2.0,
-        esc(p.y_label)
-    );
-    draw_series(s, p.xs, series, &x, &y);
+    let (mid, by) = at((lo + hi) / 2.0);
+    area.draw(&Text::new(
+        x_label.to_string(),
+        (mid, by + 20),
+        under.clone(),
+    ))?;
+    draw_lines(&mut c, p, top)
 }
 
-/// The lines, points and whiskers of `series` over `xs`, placed by `x`
-/// and `y`.
-fn draw_series(
-    s: &mut String,
-    xs: &[f64],
-    series: &[Series],
-    x: &dyn Fn(f64) -> f64,
-    y: &dyn Fn(f64) -> f64,
-) {
-    for (i, sr) in series.iter().enumerate() {
-        let color = chart::color(i);
-        let pts: Vec<(f64, f64, f64)> = xs
-            .iter()
-            .zip(&sr.points)
-            .filter_map(|(&xv, pt)| pt.map(|(m, sd)| (x(xv), m, sd)))
-            .filter(|(_, m, _)| m.is_finite())
-            .collect();
-        let line: Vec<String> = pts
-            .iter()
-            .map(|(px, m, _)| format!("{px:.1},{:.1}", y(*m)))
-            .collect();
-        let _ = write!(
-            s,
-            r#"<polyline points="{}" fill="none" stroke="{color}" stroke-width="1.5"><title>{}</title></polyline>"#,
-            line.join(" "),
-            esc(sr.name)
-        );
-        for (px, m, sd) in pts {
-            let _ = write!(
-                s,
-                r#"<circle cx="{px:.1}" cy="{:.1}" r="2.5" fill="{color}"/>"#,
-                y(m)
-            );
-            if sd.is_finite() && sd > 0.0 {
-                let _ = write!(
-                    s,
-                    r#"<line x1="{px:.1}" x2="{px:.1}" y1="{:.1}" y2="{:.1}" stroke="{color}"/>"#,
-                    y(m - sd),
-                    y(m + sd)
-                );
-            }
-        }
-    }
-}
+/// A panel's chart, x and y in the figures' own units.
+type Plot<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
-/// A legend of `names` (colour by index) from (`x`, `y`) down.
-pub fn legend(s: &mut String, x: f64, y: f64, names: &[String]) {
-    for (i, n) in names.iter().enumerate() {
-        let ly = y + i as f64 * 16.0;
-        let _ = write!(
-            s,
-            r#"<rect x="{x:.1}" y="{:.1}" width="10" height="10" fill="{}"/><text x="{:.1}" y="{ly:.1}">{}</text>"#,
-            ly - 9.0,
-            chart::color(i),
-            x + 14.0,
-            esc(n)
-        );
+/// Per series of `p`, in its colour: the line through its figures, a
+/// point at each and a whisker of ± sd (cut at 0 and `top`) where the sd
+/// is above 0.
+fn draw_lines(c: &mut Plot, p: &Panel, top: f64) -> Result<()> {
+    for (i, s) in p.series.iter().enumerate() {
+        let color = chart::rgb(i);
+        let pts: Vec<(f64, f64, f64)> =
+            p.xs.iter()
+                .zip(s)
+                .filter_map(|(&x, pt)| pt.map(|(m, sd)| (x, m, sd)))
+                .filter(|(_, m, _)| m.is_finite())
+                .collect();
+        c.draw_series(LineSeries::new(
+            pts.iter().map(|&(x, m, _)| (x, m)),
+            color.stroke_width(2),
+        ))?;
+        c.draw_series(
+            pts.iter()
+                .map(|&(x, m, _)| Circle::new((x, m), 3, color.filled())),
+        )?;
+        c.draw_series(
+            pts.iter()
+                .filter(|(_, _, sd)| sd.is_finite() && *sd > 0.0)
+                .map(|&(x, m, sd)| {
+                    PathElement::new(
+                        vec![(x, (m - sd).max(0.0)), (x, (m + sd).min(top))],
+                        color.stroke_width(1),
+                    )
+                }),
+        )?;
     }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -162,40 +162,33 @@ mod tests {
 
     #[test]
     fn a_panel_draws_a_line_per_series_and_skips_gaps() {
-        let mut s = String::new();
-        let xs = [1.0, 2.0, 4.0];
-        let p = Panel {
-            x0: 0.0,
-            y0: 0.0,
-            width: 300.0,
-            height: 200.0,
+        let panels = [Panel {
             title: "read",
-            y_label: "MB/s",
-            x_label: "jobs",
-            xs: &xs,
-        };
-        panel(
-            &mut s,
-            &p,
-            &[
-                Series {
-                    name: "bfq",
-                    points: vec![Some((10.0, 1.0)), None, Some((40.0, 0.0))],
-                },
-                Series {
-                    name: "a<b",
-                    points: vec![Some((5.0, 0.0)), Some((5.0, 0.0)), Some((5.0, 0.0))],
-                },
+            xs: vec![1.0, 2.0, 4.0],
+            series: vec![
+                vec![Some((10.0, 1.0)), None, Some((40.0, 0.0))],
+                vec![Some((5.0, 0.0)), Some((5.0, 0.0)), Some((5.0, 0.0))],
             ],
+        }];
+        let names = ["bfq".to_string(), "a<b".to_string()];
+        let s = svg("t", "jobs", "MB/s", &panels, &names).unwrap();
+        // A line per series and one whisker (the only sd above 0), in the
+        // series' colours; a point per figure; the axis tops at 50; names
+        // escaped.
+        assert_eq!(
+            s.matches(r##"<polyline fill="none" opacity="1" stroke="#7F7F7F""##)
+                .count(),
+            2,
+            "{s}"
         );
-        assert_eq!(s.matches("<polyline").count(), 2);
-        assert_eq!(s.matches("<circle").count(), 5);
-        // One whisker (the only sd above 0); the axis tops at 50.
-        assert_eq!(s.matches(r##"stroke="#1f77b4"/>"##).count(), 0);
-        assert_eq!(s.matches(r##"stroke="#7f7f7f"/>"##).count(), 1);
-        assert!(s.contains(">50</text>"), "{s}");
-        assert!(s.contains("a&lt;b"));
-        // x = 1 at the left edge of the plot, x = 4 at its right.
-        assert!(s.contains(r#"<circle cx="45.0""#) && s.contains(r#"<circle cx="290.0""#));
+        assert_eq!(
+            s.matches(r##"<polyline fill="none" opacity="1" stroke="#1F77B4""##)
+                .count(),
+            1,
+            "{s}"
+        );
+        assert_eq!(s.matches("<circle").count(), 5, "{s}");
+        assert!(s.contains(">\n50\n</text>"), "{s}");
+        assert!(s.contains("a&lt;b") && !s.contains("a<b"), "{s}");
     }
 }

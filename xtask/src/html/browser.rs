@@ -179,7 +179,7 @@ fn run_reports_load_draw_and_hold_the_figures_in_chromium() {
         Ok(c) => c,
         Err(why) => return eprintln!("skipped: {why}"),
     };
-    for (name, charts) in [("fio-basic", 3), ("startup", 2)] {
+    for (name, charts) in [("fio-basic", 3), ("startup", 2), ("jobs-1-8", 1)] {
         let dir = rendered(name);
         let md = fs::read_to_string(dir.join("report.md")).unwrap();
         let got = check(&chromium, &dir.join("report.html"), &md, charts);

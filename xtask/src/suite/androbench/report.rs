@@ -4,8 +4,7 @@
 
 use super::results::{AndrobenchResults, AndrobenchSummary};
 use super::TESTS;
-use crate::chart::{self, esc};
-use crate::line_chart;
+use crate::chart;
 use crate::report::{self, Page};
 use crate::seeds::{self, Seed};
 use anyhow::Result;
@@ -168,8 +167,8 @@ pub fn seeds_markdown(res: &AndrobenchResults, seeds: &[Seed]) -> String {
 /// A chart per device: a group per test, a bar per scheduler, its mean
 /// relative to the test's best scheduler (the tests' units differ), with
 /// ± sd whiskers on the same scale.
-pub fn chart_svg(res: &AndrobenchResults, dev: &str) -> String {
-    let shown: Vec<&String> = res
+pub fn chart_svg(res: &AndrobenchResults, dev: &str) -> Result<String> {
+    let shown: Vec<String> = res
         .schedulers
         .iter()
         .filter(|x| {
@@ -177,75 +176,41 @@ pub fn chart_svg(res: &AndrobenchResults, dev: &str) -> String {
                 .iter()
                 .any(|r| r.device == dev && &r.scheduler == *x)
         })
+        .cloned()
         .collect();
-    let (bar, gap, left, top, plot_h) = (12.0, 30.0, 50.0, 40.0, 200.0);
-    let group = bar * shown.len() as f64 + gap;
-    let width = (left + group * TESTS.len() as f64 + 180.0).max(560.0);
-    let y = |v: f64| top + plot_h - v.clamp(0.0, 1.2) / 1.2 * plot_h;
-    let mut s = chart::start(
-        width,
-        top + plot_h + 40.0,
-        left,
-        &format!(
-            "{}: Androbench, each test relative to its best scheduler",
-            esc(dev)
-        ),
-    );
-    for g in [0.0, 0.2, 0.4, 0.6, 0.8, 1.0, 1.2] {
-        let _ = write!(
-            s,
-            r##"<line x1="{left}" x2="{:.1}" y1="{yy:.1}" y2="{yy:.1}" stroke="{}"/><text x="{:.1}" y="{:.1}" text-anchor="end">{g:.1}</text>"##,
-            left + group * TESTS.len() as f64,
-            if g == 1.0 { "#000" } else { "#ddd" },
-            left - 4.0,
-            y(g) + 4.0,
-            yy = y(g)
-        );
-    }
-    for (ti, &(test, ..)) in TESTS.iter().enumerate() {
-        let gx = left + ti as f64 * group + gap / 2.0;
-        let best = shown
-            .iter()
-            .filter_map(|sc| row(res, dev, test, sc).map(|r| r.mean))
-            .filter(|v| v.is_finite())
-            .fold(0.0f64, f64::max);
-        for (si, sc) in shown.iter().enumerate() {
-            let Some(r) = row(res, dev, test, sc).filter(|r| r.mean.is_finite() && best > 0.0)
-            else {
-                continue;
-            };
-            let (v, sd) = (r.mean / best, r.sd / best);
-            let x = gx + si as f64 * bar;
-            let _ = write!(
-                s,
-                r##"<rect x="{x:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{}"><title>{} {test}: {:.2} {}</title></rect><line x1="{cx:.1}" x2="{cx:.1}" y1="{:.1}" y2="{:.1}" stroke="#000"/>"##,
-                y(v),
-                bar - 2.0,
-                y(0.0) - y(v),
-                chart::color(si),
-                esc(sc),
-                r.mean,
-                r.unit,
-                y(v - sd),
-                y(v + sd),
-                cx = x + (bar - 2.0) / 2.0
-            );
-        }
-        let _ = write!(
-            s,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{test}</text>"#,
-            gx + bar * shown.len() as f64 / 2.0,
-            top + plot_h + 16.0
-        );
-    }
-    let names: Vec<String> = shown.into_iter().cloned().collect();
-    line_chart::legend(
-        &mut s,
-        left + group * TESTS.len() as f64 + 15.0,
-        top + 10.0,
-        &names,
-    );
-    chart::end(s)
+    let tests: Vec<&str> = TESTS.iter().map(|t| t.0).collect();
+    // Each test's (mean, sd) per scheduler over the test's best mean.
+    let bars: Vec<Vec<Option<chart::Bar>>> = tests
+        .iter()
+        .map(|test| {
+            let best = shown
+                .iter()
+                .filter_map(|sc| row(res, dev, test, sc).map(|r| r.mean))
+                .filter(|v| v.is_finite())
+                .fold(0.0f64, f64::max);
+            shown
+                .iter()
+                .map(|sc| {
+                    let r = row(res, dev, test, sc).filter(|r| r.mean.is_finite() && best > 0.0)?;
+                    Some((r.mean / best, Some(r.sd / best).filter(|x| x.is_finite())))
+                })
+                .collect()
+        })
+        .collect();
+    let top = bars
+        .iter()
+        .flatten()
+        .flatten()
+        .map(|(v, sd)| v + sd.unwrap_or(0.0))
+        .fold(1.2f64, f64::max)
+        .min(2.0);
+    chart::bars_svg(
+        format!("{dev}: Androbench, each test relative to its best scheduler (mean ± sd)"),
+        &tests,
+        &shown,
+        top,
+        |ti, si| bars[ti][si],
+    )
 }
 
 /// Writes report.md and a chart per device into `dir`.
@@ -278,8 +243,8 @@ pub fn write(dir: &Path, res: &AndrobenchResults) -> Result<()> {
         }),
         charts: report::distinct(res.summary.iter().map(|x| x.device.as_str()))
             .into_iter()
-            .map(|d| (d.to_string(), format!("chart-{d}.svg"), chart_svg(res, d)))
-            .collect(),
+            .map(|d| Ok((d.to_string(), format!("chart-{d}.svg"), chart_svg(res, d)?)))
+            .collect::<Result<_>>()?,
         tables: format!("{}{}", table_markdown(res), seeds_markdown(res, &seeds)),
         raw_runs: "fio's own output per run under `runs/`.",
     }
@@ -403,9 +368,10 @@ mod render_tests {
         let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
         let svg = std::fs::read_to_string(dir.join("chart-emmc.svg")).unwrap();
         let _ = std::fs::remove_dir_all(&dir);
-        // A bar per scheduler and test; rust-noop's at the top of each.
-        assert_eq!(svg.matches("<rect x=").count(), 12 + 3);
-        assert_eq!(svg.matches("rust-noop seq-read: 18.09 MB/s").count(), 1);
+        // A bar per scheduler and test, a legend entry per scheduler, and
+        // the white ground.
+        assert_eq!(svg.matches("<rect ").count(), 12 + 3 + 1, "{svg}");
+        assert!(svg.contains(">\nrust-noop\n</text>"), "{svg}");
         assert!(
             md.contains("# ironlift benchmark: androbench") && md.contains("### Against the seeds")
         );

@@ -7,7 +7,6 @@ use super::results::{JobsResults, JobsSummary};
 use crate::line_chart::{self, Panel, Series};
 use crate::report::{self, num, Page};
 use crate::seeds::{self, Seed};
-use crate::{chart, chart::esc};
 use anyhow::Result;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -135,27 +134,14 @@ pub fn seeds_markdown(res: &JobsResults, seeds: &[Seed]) -> String {
     )
 }
 
-/// One SVG per device: a panel per pattern, MB/s against job count.
-pub fn chart_svg(res: &JobsResults, dev: &str) -> String {
+/// One SVG per device: a panel per pattern, MB/s against job count, a
+/// line per scheduler measured on the device.
+pub fn chart_svg(res: &JobsResults, dev: &str) -> Result<String> {
     let rws = report::distinct(
         res.summary
             .iter()
             .filter(|x| x.device == dev)
             .map(|x| x.rw.as_str()),
-    );
-    let (pw, ph) = (340.0, 240.0);
-    let cols = 2usize.min(rws.len().max(1));
-    let rows = rws.len().div_ceil(cols);
-    let width = pw * cols as f64 + 190.0;
-    let height = 55.0 + ph * rows as f64;
-    let mut s = chart::start(
-        width,
-        height,
-        20.0,
-        &format!(
-            "{}: MB/s against fio jobs (mean ± sd over repeats)",
-            esc(dev)
-        ),
     );
     let shown: Vec<String> = res
         .schedulers
@@ -167,33 +153,30 @@ pub fn chart_svg(res: &JobsResults, dev: &str) -> String {
         })
         .cloned()
         .collect();
-    for (i, rw) in rws.iter().enumerate() {
-        let cs = counts(res, dev, rw);
-        let xs: Vec<f64> = cs.iter().map(|&c| c as f64).collect();
-        let series: Vec<Series> = shown
-            .iter()
-            .map(|sched| Series {
-                name: sched,
-                points: cs
-                    .iter()
-                    .map(|&c| row(res, dev, rw, c, sched).map(|r| (r.mb_s_mean, r.mb_s_sd)))
-                    .collect(),
-            })
-            .collect();
-        let p = Panel {
-            x0: 10.0 + pw * (i % cols) as f64,
-            y0: 35.0 + ph * (i / cols) as f64,
-            width: pw - 10.0,
-            height: ph - 5.0,
-            title: rw,
-            y_label: "MB/s",
-            x_label: "fio jobs",
-            xs: &xs,
-        };
-        line_chart::panel(&mut s, &p, &series);
-    }
-    line_chart::legend(&mut s, pw * cols as f64 + 20.0, 60.0, &shown);
-    chart::end(s)
+    // A scheduler's (mean, sd) per job count of a pattern.
+    let line = |rw: &str, cs: &[u32], sched: &str| -> Series {
+        cs.iter()
+            .map(|&c| row(res, dev, rw, c, sched).map(|r| (r.mb_s_mean, r.mb_s_sd)))
+            .collect()
+    };
+    let panels: Vec<Panel> = rws
+        .iter()
+        .map(|rw| {
+            let cs = counts(res, dev, rw);
+            Panel {
+                title: rw,
+                xs: cs.iter().map(|&c| c as f64).collect(),
+                series: shown.iter().map(|sched| line(rw, &cs, sched)).collect(),
+            }
+        })
+        .collect();
+    line_chart::svg(
+        &format!("{dev}: MB/s against fio jobs (mean ± sd over repeats)"),
+        "fio jobs",
+        "MB/s",
+        &panels,
+        &shown,
+    )
 }
 
 /// Writes report.md and one chart per device into `dir`.
@@ -201,8 +184,8 @@ pub fn write(dir: &Path, res: &JobsResults) -> Result<()> {
     let h = &res.header;
     let charts = report::distinct(res.summary.iter().map(|s| s.device.as_str()))
         .into_iter()
-        .map(|d| (d.to_string(), format!("chart-{d}.svg"), chart_svg(res, d)))
-        .collect();
+        .map(|d| Ok((d.to_string(), format!("chart-{d}.svg"), chart_svg(res, d)?)))
+        .collect::<Result<_>>()?;
     let seeds = seeds::for_suite(&h.suite);
     Page {
         header: h,
@@ -326,8 +309,22 @@ mod tests {
             s.contains("| bfq read: 2 jobs / 1 | 0.60 | hdd-7200: bfq 0.60 ± 0.00 |"),
             "{s}"
         );
-        let svg = chart_svg(&res, "hdd-7200");
-        assert_eq!(svg.matches("<polyline").count(), 2);
+        let svg = chart_svg(&res, "hdd-7200").unwrap();
+        // A point per scheduler and job count; per scheduler, in its
+        // colour, a line and a whisker per point with an sd above 0 (bfq
+        // at 4 jobs has one run).
+        assert_eq!(svg.matches("<circle").count(), 6, "{svg}");
+        let lines = |c: &str| {
+            svg.matches(&format!(
+                "<polyline fill=\"none\" opacity=\"1\" stroke=\"{c}\""
+            ))
+            .count()
+        };
+        assert_eq!(
+            (lines("#7F7F7F"), lines("#1F77B4")),
+            (1 + 2, 1 + 3),
+            "{svg}"
+        );
         let dir = std::env::temp_dir().join(format!("xtask-jobs-report-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
