@@ -165,12 +165,16 @@ tool_pgbench() { # dir scale clients
 }
 
 # fio on files in the folder, its arguments from the suite; time-based
-# ones run TOOL_RUNTIME_S.
+# ones run TOOL_RUNTIME_S, the others their whole size (a runtime would cut
+# them short).
 tool_fio() { # dir fio-arguments...
-	local dir=$1
+	local dir=$1 a runtime=()
 	shift
+	for a in "$@"; do
+		[ "$a" = --time_based ] && runtime=(--runtime="$TOOL_RUNTIME_S")
+	done
 	fio --name=tool --directory="$dir" --output-format=json --group_reporting \
-		--runtime="$TOOL_RUNTIME_S" "$@"
+		"${runtime[@]}" "$@"
 }
 
 # tools/fsbench's generators.
