@@ -6,6 +6,7 @@ use crate::compare::stats::Verdict;
 use anyhow::{anyhow, Result};
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::fmt::Write as _;
 
 /// One colour per scheduler, in the suite's scheduler order.
@@ -56,6 +57,82 @@ pub fn legend(area: &DrawingArea<SVGBackend<'_>, Shift>, names: &[String]) -> Re
         area.draw(&Text::new(name.as_str(), (20, y), ("sans-serif", 13)))?;
     }
     Ok(())
+}
+
+/// A grouped bar chart of ratios to a reference, with a line at 1: a group
+/// per `groups` entry (its name under it), a bar per scheduler in the
+/// palette's colours, whiskers at ± one standard deviation, the legend on
+/// the right. `value(group, scheduler)`, by index: the bar's mean and sd
+/// (None: no bar; no sd: no whisker). Bars are cut at 5. The chart is
+/// at least `min_width` wide.
+pub fn ratio_bars_svg(
+    title: &str,
+    min_width: u32,
+    groups: &[&str],
+    schedulers: &[String],
+    value: impl Fn(usize, usize) -> Option<(f64, Option<f64>)>,
+) -> Result<String> {
+    let nw = groups.len().max(1);
+    let bars: Vec<(usize, usize, f64, Option<f64>)> = (0..groups.len())
+        .flat_map(|wi| (0..schedulers.len()).map(move |si| (wi, si)))
+        .filter_map(|(wi, si)| value(wi, si).map(|(m, sd)| (wi, si, m, sd)))
+        .collect();
+    let max_ratio = bars
+        .iter()
+        .map(|&(_, _, m, sd)| m + sd.unwrap_or(0.0))
+        .fold(1.2f64, f64::max)
+        .min(5.0);
+    let width = (80 + (18 * schedulers.len() as u32 + 24) * nw as u32 + 170).max(min_width);
+    let bar = 0.85 / schedulers.len().max(1) as f64;
+    svg(width, 320, |root| {
+        let (plot, legend_area) = root.split_horizontally(width - 160);
+        let mut c = ChartBuilder::on(&plot)
+            .caption(title, ("sans-serif", 17))
+            .margin(10)
+            .x_label_area_size(25)
+            .y_label_area_size(40)
+            .build_cartesian_2d(0.0..nw as f64, 0.0..max_ratio)?;
+        c.configure_mesh()
+            .label_style(("sans-serif", 13))
+            .light_line_style(TRANSPARENT)
+            .disable_x_mesh()
+            .x_labels(0)
+            .y_label_formatter(&|y| format!("{y:.1}"))
+            .draw()?;
+        let under = ("sans-serif", 13)
+            .into_font()
+            .into_text_style(root)
+            .pos(Pos::new(HPos::Center, VPos::Top));
+        for (wi, w) in groups.iter().enumerate() {
+            let (x, y) = c.backend_coord(&(wi as f64 + 0.5, 0.0));
+            root.draw(&Text::new(w.to_string(), (x, y + 6), under.clone()))?;
+        }
+        c.draw_series(std::iter::once(PathElement::new(
+            vec![(0.0, 1.0), (nw as f64, 1.0)],
+            BLACK,
+        )))?;
+        for si in 0..schedulers.len() {
+            let color = rgb(si);
+            for &(wi, _, ratio, sd) in bars.iter().filter(|b| b.1 == si) {
+                let x = wi as f64 + 0.075 + si as f64 * bar;
+                c.draw_series(std::iter::once(Rectangle::new(
+                    [(x, 0.0), (x + bar * 0.9, ratio.min(max_ratio))],
+                    color.filled(),
+                )))?;
+                if let Some(sd) = sd {
+                    let cx = x + bar * 0.45;
+                    c.draw_series(std::iter::once(PathElement::new(
+                        vec![
+                            (cx, (ratio - sd).max(0.0)),
+                            (cx, (ratio + sd).min(max_ratio)),
+                        ],
+                        BLACK,
+                    )))?;
+                }
+            }
+        }
+        legend(&legend_area, schedulers)
+    })
 }
 
 /// The colour of a verdict: green better, red worse, grey otherwise.

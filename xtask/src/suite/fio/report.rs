@@ -4,8 +4,6 @@ use super::results::{Results, Summary};
 use crate::chart;
 use crate::report::{self, num, Page};
 use anyhow::Result;
-use plotters::prelude::*;
-use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::path::Path;
 
 fn kiops(x: f64) -> String {
@@ -121,71 +119,18 @@ fn insns_markdown(res: &Results) -> String {
 /// per workload, a bar per scheduler, whiskers at ± one standard deviation.
 pub fn ratio_chart_svg(device: &str, rows: &[&Summary], schedulers: &[String]) -> Result<String> {
     let workloads: Vec<&str> = report::distinct(rows.iter().map(|r| r.workload.as_str()));
-    let nw = workloads.len().max(1);
-    let max_ratio = rows
-        .iter()
-        .filter_map(|r| Some(r.ratio_to_none? + r.ratio_sd.unwrap_or(0.0)))
-        .fold(1.2f64, f64::max)
-        .min(5.0);
-    let width = 80 + (18 * schedulers.len() as u32 + 24) * nw as u32 + 170;
-    let bar = 0.85 / schedulers.len().max(1) as f64;
-    let title = format!("{device}: IOPS relative to none (mean ± sd over repeats)");
-    chart::svg(width, 320, |root| {
-        let (plot, legend) = root.split_horizontally(width - 160);
-        let mut c = ChartBuilder::on(&plot)
-            .caption(title, ("sans-serif", 17))
-            .margin(10)
-            .x_label_area_size(25)
-            .y_label_area_size(40)
-            .build_cartesian_2d(0.0..nw as f64, 0.0..max_ratio)?;
-        c.configure_mesh()
-            .label_style(("sans-serif", 13))
-            .light_line_style(TRANSPARENT)
-            .disable_x_mesh()
-            .x_labels(0)
-            .y_label_formatter(&|y| format!("{y:.1}"))
-            .draw()?;
-        // The workloads under their groups.
-        let under = ("sans-serif", 13)
-            .into_font()
-            .into_text_style(root)
-            .pos(Pos::new(HPos::Center, VPos::Top));
-        for (wi, w) in workloads.iter().enumerate() {
-            let (x, y) = c.backend_coord(&(wi as f64 + 0.5, 0.0));
-            root.draw(&Text::new(w.to_string(), (x, y + 6), under.clone()))?;
-        }
-        c.draw_series(std::iter::once(PathElement::new(
-            vec![(0.0, 1.0), (nw as f64, 1.0)],
-            BLACK,
-        )))?;
-        for (si, sched) in schedulers.iter().enumerate() {
-            let color = chart::rgb(si);
-            let bars = workloads.iter().enumerate().filter_map(|(wi, w)| {
-                let r = rows
-                    .iter()
-                    .find(|r| r.workload == *w && &r.scheduler == sched)?;
-                let x = wi as f64 + 0.075 + si as f64 * bar;
-                Some((x, r.ratio_to_none?, r.ratio_sd))
-            });
-            for (x, ratio, sd) in bars {
-                c.draw_series(std::iter::once(Rectangle::new(
-                    [(x, 0.0), (x + bar * 0.9, ratio.min(max_ratio))],
-                    color.filled(),
-                )))?;
-                if let Some(sd) = sd {
-                    let cx = x + bar * 0.45;
-                    c.draw_series(std::iter::once(PathElement::new(
-                        vec![
-                            (cx, (ratio - sd).max(0.0)),
-                            (cx, (ratio + sd).min(max_ratio)),
-                        ],
-                        BLACK,
-                    )))?;
-                }
-            }
-        }
-        chart::legend(&legend, schedulers)
-    })
+    chart::ratio_bars_svg(
+        &format!("{device}: IOPS relative to none (mean ± sd over repeats)"),
+        0,
+        &workloads,
+        schedulers,
+        |wi, si| {
+            let r = rows
+                .iter()
+                .find(|r| r.workload == workloads[wi] && r.scheduler == schedulers[si])?;
+            Some((r.ratio_to_none?, r.ratio_sd))
+        },
+    )
 }
 
 /// Writes report.md and one chart per device into `dir`.
