@@ -410,6 +410,7 @@ mod tests {
                 raid_level: Some(5),
                 raid_chunk_kb: Some(1024),
                 seed: None,
+                quick_workloads: None,
             },
             workloads: vec![Workload {
                 name: "bonnie".into(),
