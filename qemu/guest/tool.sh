@@ -57,6 +57,23 @@ prepare_device() { # device
 	mount -t "$TOOL_FS" "$target" "$mnt" || return 1
 	MNT[$dev]=$mnt
 	say "$(devname "$dev"): $TOOL_FS on $target at $mnt"
+	prepare_pgbench "$dev" "$mnt"
+}
+
+# The pgbench clusters the plan's runs on the device use, one per scale.
+# One that cannot be made is removed, so that only its runs fail.
+prepare_pgbench() { # device mnt
+	local scale t0
+	for scale in $(awk -F'\t' -v d="$1" '$2 == d && $5 ~ /^pgbench / { split($5, a, " "); print a[2] }' \
+		"$OUT/plan.tsv" | sort -u); do
+		t0=$EPOCHREALTIME
+		if pgbench_init "$2" "$scale" > /tmp/pgbench-init.out 2>&1; then
+			say "$(devname "$1"): pgbench cluster of scale $scale made in $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s"
+		else
+			say "$(devname "$1"): making the pgbench cluster of scale $scale failed: $(tail -3 /tmp/pgbench-init.out | tr '\n' ' ')"
+			rm -rf "$2/pg-$scale"
+		fi
+	done
 }
 
 # Keeps all but $1 MiB of the guest's available memory in a tmpfs (which,
@@ -139,38 +156,66 @@ tool_compile() { # dir functions
 }
 
 # PostgreSQL's pgbench, TPC-B-like read-write, as user postgres (the server
-# refuses root). The cluster lives on the device's file system, made and
-# filled (initdb, pgbench -i -s scale) at a device's first pgbench run,
-# untimed, and kept for its later runs; the server runs only during a run.
-tool_pgbench() { # dir scale clients
-	local mnt pg bin sock=/tmp/pg-sock rc=0
-	mnt=$(dirname "$1")
-	pg=$mnt/pg
+# refuses root). Each scale's cluster lives on the device's file system at
+# <mnt>/pg-<scale>, made and filled (initdb, pgbench -i -s scale) when the
+# device is prepared, before its runs, and kept for them; the server runs
+# only during a run.
+PG_SOCK=/tmp/pg-sock
+
+pg_bin() {
+	local bin
 	bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 	[ -x "$bin/postgres" ] || { echo "no PostgreSQL server (Debian: postgresql)" >&2; return 1; }
-	mkdir -p $sock && chown postgres $sock
-	if [ ! -f "$pg/init.$2" ]; then
-		rm -rf "$pg" && mkdir -p "$pg" && chown postgres "$pg" &&
-			runuser -u postgres -- "$bin/initdb" -D "$pg/data" -A trust -U postgres > /tmp/initdb.log 2>&1 ||
-			{ cat /tmp/initdb.log >&2; return 1; }
+	echo "$bin"
+}
+
+pg_ctl_as() { # bin cluster start|stop
+	if [ "$3" = start ]; then
+		runuser -u postgres -- "$1/pg_ctl" -D "$2/data" -l /tmp/pg.log -w \
+			-o "-k $PG_SOCK -c listen_addresses=''" start > /dev/null || { cat /tmp/pg.log >&2; return 1; }
+	else
+		runuser -u postgres -- "$1/pg_ctl" -D "$2/data" -m fast -w stop > /dev/null
 	fi
-	runuser -u postgres -- "$bin/pg_ctl" -D "$pg/data" -l /tmp/pg.log -w \
-		-o "-k $sock -c listen_addresses=''" start > /dev/null || { cat /tmp/pg.log >&2; return 1; }
-	if [ ! -f "$pg/init.$2" ]; then
-		runuser -u postgres -- "$bin/pgbench" -h $sock -i -q -s "$2" postgres >&2 && touch "$pg/init.$2" || rc=1
-	fi
-	[ $rc = 0 ] && { runuser -u postgres -- "$bin/pgbench" -h $sock -c "$3" -j "$3" -T "$TOOL_RUNTIME_S" postgres || rc=1; }
-	runuser -u postgres -- "$bin/pg_ctl" -D "$pg/data" -m fast -w stop > /dev/null || rc=1
+}
+
+# The cluster of a scale, made and filled (untimed, under the scheduler
+# `none` that preparing a device sets).
+pgbench_init() { # mnt scale
+	local bin pg=$1/pg-$2 rc=0
+	bin=$(pg_bin) || return 1
+	mkdir -p $PG_SOCK && chown postgres $PG_SOCK
+	rm -rf "$pg" && mkdir -p "$pg" && chown postgres "$pg" &&
+		runuser -u postgres -- "$bin/initdb" -D "$pg/data" -A trust -U postgres > /tmp/initdb.log 2>&1 ||
+		{ cat /tmp/initdb.log >&2; return 1; }
+	pg_ctl_as "$bin" "$pg" start || return 1
+	runuser -u postgres -- "$bin/pgbench" -h $PG_SOCK -i -q -s "$2" postgres > /tmp/pgbench-init.log 2>&1 ||
+		{ cat /tmp/pgbench-init.log >&2; rc=1; }
+	pg_ctl_as "$bin" "$pg" stop || rc=1
+	return $rc
+}
+
+tool_pgbench() { # dir scale clients
+	local bin pg rc=0
+	pg=$(dirname "$1")/pg-$2
+	bin=$(pg_bin) || return 1
+	[ -d "$pg/data" ] || { echo "no pgbench cluster of scale $2 on the device ($pg)" >&2; return 1; }
+	pg_ctl_as "$bin" "$pg" start || return 1
+	runuser -u postgres -- "$bin/pgbench" -h $PG_SOCK -c "$3" -j "$3" -T "$TOOL_RUNTIME_S" postgres || rc=1
+	pg_ctl_as "$bin" "$pg" stop || rc=1
 	return $rc
 }
 
 # fio on files in the folder, its arguments from the suite; time-based
-# ones run TOOL_RUNTIME_S.
+# ones run TOOL_RUNTIME_S, the others their whole size (a runtime would cut
+# them short).
 tool_fio() { # dir fio-arguments...
-	local dir=$1
+	local dir=$1 a runtime=()
 	shift
+	for a in "$@"; do
+		[ "$a" = --time_based ] && runtime=(--runtime="$TOOL_RUNTIME_S")
+	done
 	fio --name=tool --directory="$dir" --output-format=json --group_reporting \
-		--runtime="$TOOL_RUNTIME_S" "$@"
+		"${runtime[@]}" "$@"
 }
 
 # tools/fsbench's generators.

@@ -9,9 +9,12 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-/// One colour per scheduler, in the suite's scheduler order.
+/// One colour per scheduler, in the suite's scheduler order: enough for
+/// the default set (4 built-in, 7 `rust-*`) and a variant before a colour
+/// comes round again.
 pub const PALETTE: &[&str] = &[
     "#7f7f7f", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+    "#bcbd22", "#17becf", "#000080", "#ff9896",
 ];
 
 /// The colour of the `i`th scheduler or bar.
@@ -257,7 +260,7 @@ mod tests {
         assert!(s.contains("fill=\"#FFFFFF\""), "{s}");
         assert!(s.contains("a&lt;b&amp;c") && !s.contains("a<b"), "{s}");
         assert_eq!(esc("a<b"), "a&lt;b");
-        assert_eq!(color(9), PALETTE[1]);
+        assert_eq!(color(PALETTE.len() + 1), PALETTE[1]);
         assert_eq!(hex("#1f77b4"), RGBColor(0x1f, 0x77, 0xb4));
     }
 }

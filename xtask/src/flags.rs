@@ -100,7 +100,8 @@ pub struct SuiteArgs {
     /// The short version of the suite
     #[arg(long)]
     pub quick: bool,
-    /// Suite name (a file in configs/suites)
+    /// Suite name (a file in configs/suites); `qemu-bench --suite all`
+    /// runs every suite, a boot each, into one folder with an index
     #[arg(long, default_value = "fio-basic")]
     pub suite: String,
     /// Repeats per (device, workload, scheduler), overriding the suite

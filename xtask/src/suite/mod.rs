@@ -10,8 +10,10 @@
 //! module implementing [`kind::Kind`] (its cases, job.env, how a run's
 //! output is read, its results file and report), its guest runner
 //! `qemu/guest/<kind>.sh` or another kind's ([`kind::Kind::RUNNER`]; a function for one run, given to lib.sh's
-//! `run_plan`), and its line in [`qemu_bench`] and [`report`] below.
+//! `run_plan`), and its line in [`qemu_bench_one`] and [`report`] below.
+//! `--suite all` ([`all`]) runs every suite, a boot each, into one folder.
 
+pub mod all;
 pub mod androbench;
 pub mod fio;
 pub mod host;
@@ -38,8 +40,16 @@ const KINDS: &[&str] = &[
     tool::ToolKind::NAME,
 ];
 
-/// `cargo xtask qemu-bench`.
+/// `cargo xtask qemu-bench`: one suite, or every suite (`--suite all`).
 pub fn qemu_bench(o: &QemuBench) -> Result<()> {
+    if o.s.suite == all::ALL {
+        return all::run(o);
+    }
+    qemu_bench_one(o)
+}
+
+/// `cargo xtask qemu-bench --suite NAME`.
+pub fn qemu_bench_one(o: &QemuBench) -> Result<()> {
     let suite = Suite::load(&util::repo_root(), &o.s.suite)?;
     match suite.kind.as_str() {
         fio::Fio::NAME => runner::run::<fio::Fio>(o, &suite),

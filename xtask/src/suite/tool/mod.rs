@@ -59,8 +59,13 @@ fn check_args(w: &Workload) -> Result<()> {
 }
 
 /// The suite's `[tool]` and `[[workload]]`s, checked; only the ones named
-/// in `only`, if given.
-fn read_suite(suite: &Suite, only: Option<&[String]>) -> Result<(ToolSpec, Vec<Workload>)> {
+/// in `only` (`--workloads`), if given, else under `quick` those of
+/// `[tool] quick_workloads`, if given.
+fn read_suite(
+    suite: &Suite,
+    only: Option<&[String]>,
+    quick: bool,
+) -> Result<(ToolSpec, Vec<Workload>)> {
     let spec: ToolSpec = suite
         .table::<ToolKind, _>("tool")?
         .context("kind = \"tool\" needs a [tool] table")?;
@@ -81,18 +86,29 @@ fn read_suite(suite: &Suite, only: Option<&[String]>) -> Result<(ToolSpec, Vec<W
             bail!("two workloads named {}", w.name);
         }
     }
-    let Some(only) = only else {
-        return Ok((spec, all));
+    if let Some(bad) = spec
+        .quick_workloads
+        .iter()
+        .flatten()
+        .find(|n| !all.iter().any(|w| &w.name == *n))
+    {
+        bail!("[tool] quick_workloads: no workload {bad:?}");
+    }
+    let (only, what) = match (only, &spec.quick_workloads) {
+        (Some(only), _) => (only, "--workloads"),
+        (None, Some(q)) if quick => (&q[..], "quick_workloads"),
+        _ => return Ok((spec, all)),
     };
     if let Some(bad) = only.iter().find(|n| !all.iter().any(|w| &w.name == *n)) {
         bail!(
-            "--workloads: no workload {bad:?}; the workloads: {}",
+            "{what}: no workload {bad:?}; the workloads: {}",
             all.iter()
                 .map(|w| w.name.as_str())
                 .collect::<Vec<_>>()
                 .join(", ")
         );
     }
+    let only = only.to_vec();
     Ok((
         spec,
         all.into_iter().filter(|w| only.contains(&w.name)).collect(),
@@ -135,7 +151,7 @@ impl Kind for ToolKind {
                 suite.name
             );
         }
-        let (spec, workloads) = read_suite(suite, o.s.workloads.as_deref())
+        let (spec, workloads) = read_suite(suite, o.s.workloads.as_deref(), o.s.quick)
             .with_context(|| format!("suite {}", suite.name))?;
         let root = util::repo_root();
         let all = devices::load(&root)?;
@@ -201,13 +217,16 @@ impl Kind for ToolKind {
         )
     }
 
-    /// The workloads' own estimates per run, and 60 s of setup per device;
-    /// the timeout allows three times that and 10 minutes.
+    /// The workloads' own estimates per run, 2 s around each run (the
+    /// scheduler, dropping caches, removing the run's files: 2.4 s a run
+    /// on average in the phoronix suite's quick run under TCG), and 60 s
+    /// of setup per device; the timeout allows three times that and 10
+    /// minutes.
     fn duration(&self, runs: usize, _timing: &Timing) -> (u64, u64) {
         let per_round: u64 = self
             .workloads
             .iter()
-            .map(|w| w.run_s[usize::from(self.quick)] as u64 + 5)
+            .map(|w| w.run_s[usize::from(self.quick)] as u64 + 2)
             .sum();
         let rounds = runs as u64 / self.workloads.len().max(1) as u64;
         let estimate = 60 + rounds * per_round;
@@ -284,14 +303,14 @@ mod tests {
         for name in ["bonnie-raid5", "phoronix"] {
             let s = suite(name);
             assert_eq!(s.kind, ToolKind::NAME);
-            let (spec, w) = read_suite(&s, None).unwrap();
+            let (spec, w) = read_suite(&s, None, false).unwrap();
             assert!(!w.is_empty(), "{name}");
             if let Some(seed) = &spec.seed {
                 Seed::load(&util::repo_root(), seed, &w).unwrap();
             }
         }
         let s = suite("bonnie-raid5");
-        let (spec, w) = read_suite(&s, None).unwrap();
+        let (spec, w) = read_suite(&s, None, false).unwrap();
         assert_eq!((spec.raid_level, spec.raid_chunk_kb), (Some(5), Some(1024)));
         assert_eq!(w[0].tool, Tool::Bonnie);
         let all = devices::load(&util::repo_root()).unwrap();
@@ -315,11 +334,11 @@ mod tests {
             )
         };
         let ok = Suite::parse(&format!("{head}{}{}", w("a", "4"), w("b", "12"))).unwrap();
-        let (_, all) = read_suite(&ok, None).unwrap();
+        let (_, all) = read_suite(&ok, None, false).unwrap();
         assert_eq!(all.len(), 2);
-        let (_, one) = read_suite(&ok, Some(&["b".to_string()])).unwrap();
+        let (_, one) = read_suite(&ok, Some(&["b".to_string()]), false).unwrap();
         assert_eq!(one[0].name, "b");
-        assert!(read_suite(&ok, Some(&["c".to_string()])).is_err());
+        assert!(read_suite(&ok, Some(&["c".to_string()]), false).is_err());
         for bad in [
             format!("{head}{}{}", w("a", "4"), w("a", "5")),
             format!("{head}{}", w("a", "4; rm -rf /")),
@@ -330,16 +349,39 @@ mod tests {
         ] {
             let parsed = Suite::parse(&bad);
             assert!(
-                parsed.is_err() || read_suite(&parsed.unwrap(), None).is_err(),
+                parsed.is_err() || read_suite(&parsed.unwrap(), None, false).is_err(),
                 "{bad}"
             );
         }
     }
 
+    /// `--quick` runs `[tool] quick_workloads`, `--workloads` replaces
+    /// them, and a name that is no workload is refused.
+    #[test]
+    fn quick_runs_the_quick_workloads() {
+        let s = suite("phoronix");
+        let (spec, all) = read_suite(&s, None, false).unwrap();
+        let q = spec.quick_workloads.clone().unwrap();
+        assert!(!q.is_empty() && q.len() < all.len());
+        let (_, quick) = read_suite(&s, None, true).unwrap();
+        let names: Vec<&String> = quick.iter().map(|w| &w.name).collect();
+        assert_eq!(names, q.iter().collect::<Vec<_>>());
+        let only = ["sqlite-8".to_string()];
+        let (_, picked) = read_suite(&s, Some(&only), true).unwrap();
+        assert_eq!(picked.len(), 1);
+        assert_eq!(picked[0].name, "sqlite-8");
+        let mut bad = s.clone();
+        bad.tables["tool"].as_table_mut().unwrap().insert(
+            "quick_workloads".into(),
+            toml::Value::Array(vec!["nope".into()]),
+        );
+        assert!(read_suite(&bad, None, false).is_err());
+    }
+
     #[test]
     fn cases_take_the_quick_or_full_arguments() {
         let s = suite("phoronix");
-        let (spec, workloads) = read_suite(&s, None).unwrap();
+        let (spec, workloads) = read_suite(&s, None, false).unwrap();
         let mut k = ToolKind {
             spec,
             workloads,

@@ -1,12 +1,16 @@
-//! The tool suites' report: a table per device and workload (each figure
-//! the tool reports, mean ± sd over repeats, and the wall time), the
+//! The tool suites' report: a chart per device (each workload's first
+//! figure relative to `none`'s), a table per device and workload (each
+//! figure the tool reports, mean ± sd over repeats, and the wall time), the
 //! schedulers' order by the workload's first figure, and the seed's order
 //! beside ours.
 
 use super::parse::{Metric, Tool};
 use super::results::{Seed, SeedFigure, ToolResults, ToolSummary};
+use crate::chart;
 use crate::report::{self, distinct, num, pm, Page};
+use crate::stats::{mean_sd_of, paired_ratios};
 use anyhow::Result;
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -214,6 +218,77 @@ fn seed_section(seed: &Seed, res: &ToolResults) -> String {
     s
 }
 
+/// The scheduler the charts divide by: `none` if it ran, else the first.
+fn reference(res: &ToolResults) -> Option<&str> {
+    res.schedulers
+        .iter()
+        .find(|s| *s == "none")
+        .or(res.schedulers.first())
+        .map(String::as_str)
+}
+
+/// Each workload's first figure on `dev` under `sched` relative to the
+/// reference's in the same repeat, turned so that above 1 is better (the
+/// reference's over ours for a figure where lower is better).
+fn ratios_to(res: &ToolResults, dev: &str, workload: &str, sched: &str, refr: &str) -> Vec<f64> {
+    let of = |s: &str| -> Vec<(u32, f64)> {
+        res.runs
+            .iter()
+            .filter(|r| {
+                r.run.device == dev && r.run.case.workload == workload && r.run.scheduler == s
+            })
+            .filter_map(|r| {
+                let m = r.run.case.tool.metrics()[0];
+                let v = *r.measured.as_ref()?.figures.get(m.key)?;
+                Some((r.run.repeat, if m.higher_better { v } else { 1.0 / v }))
+            })
+            .collect()
+    };
+    let reference: BTreeMap<u32, f64> = of(refr).into_iter().collect();
+    paired_ratios(of(sched), &reference)
+}
+
+/// The chart of a device: a group per workload, a bar per scheduler, the
+/// workload's first figure relative to the reference's (mean ± sd over
+/// repeats, above 1 better).
+fn chart(res: &ToolResults, dev: &str) -> Result<Option<(String, String, String)>> {
+    let Some(refr) = reference(res) else {
+        return Ok(None);
+    };
+    let workloads = distinct(
+        res.summary
+            .iter()
+            .filter(|r| r.device == dev)
+            .map(|r| r.workload.as_str()),
+    );
+    let title = format!("{dev}: first figure relative to {refr}, above 1 better");
+    let bars: Vec<Vec<Option<chart::Bar>>> = workloads
+        .iter()
+        .map(|w| {
+            res.schedulers
+                .iter()
+                .map(|s| {
+                    let xs = ratios_to(res, dev, w, s, refr);
+                    let (mean, sd) = mean_sd_of(&xs)?;
+                    mean.is_finite()
+                        .then_some((mean, (xs.len() > 1).then_some(sd)))
+                })
+                .collect()
+        })
+        .collect();
+    let y_max = bars
+        .iter()
+        .flatten()
+        .flatten()
+        .map(|&(m, sd)| m + sd.unwrap_or(0.0))
+        .fold(1.2f64, f64::max)
+        .min(5.0);
+    let svg = chart::bars_svg(title, &workloads, &res.schedulers, y_max, |wi, si| {
+        bars[wi][si]
+    })?;
+    Ok(Some((dev.to_string(), format!("chart-{dev}.svg"), svg)))
+}
+
 /// report.md.
 pub fn write(dir: &Path, res: &ToolResults) -> Result<()> {
     let h = &res.header;
@@ -260,7 +335,10 @@ pub fn write(dir: &Path, res: &ToolResults) -> Result<()> {
         method: "Each run: the scheduler set on every disk of the device, caches dropped, the \
                  tool run in an empty folder of the file system, its files removed after. Runs \
                  are interleaved: for each repeat, device and workload, every scheduler once, \
-                 in an order rotated from one to the next. ↑: higher is better; ↓: lower. \
+                 in an order rotated from one to the next. The chart of a device: each \
+                 workload's first figure under each scheduler relative to `none`'s (else the \
+                 first scheduler's) in the same repeat, turned so that above 1 is better. \
+                 ↑: higher is better; ↓: lower. \
                  Compare orders and ratios, not absolute figures: the devices are models and \
                  the CPU is emulated."
             .into(),
@@ -270,7 +348,10 @@ pub fn write(dir: &Path, res: &ToolResults) -> Result<()> {
                 p.device, p.case.workload, p.scheduler, p.repeat
             )
         }),
-        charts: Vec::new(),
+        charts: distinct(res.summary.iter().map(|r| r.device.as_str()))
+            .into_iter()
+            .filter_map(|d| chart(res, d).transpose())
+            .collect::<Result<_>>()?,
         tables: table_markdown(res),
         raw_runs:
             "`runs/<id>.out` the tool's own output, `.log` its errors, `.elapsed` the wall time.",
@@ -340,6 +421,7 @@ mod tests {
                 raid_level: Some(5),
                 raid_chunk_kb: Some(1024),
                 seed: None,
+                quick_workloads: None,
             },
             workloads: vec![Workload {
                 name: "bonnie".into(),
@@ -376,6 +458,45 @@ mod tests {
         );
         // The figures bonnie++ left out show as "-".
         assert!(t.contains("| rust-noop | 20.0 ± 0.0 | - |"), "{t}");
+    }
+
+    #[test]
+    fn chart_ratios_are_paired_by_repeat_and_above_1_is_better() {
+        let runs = vec![
+            run(0, "mq-deadline", 10.0),
+            run(0, "rust-as", 30.0),
+            run(1, "mq-deadline", 20.0),
+            run(1, "rust-as", 40.0),
+            run(1, "rust-noop", 10.0),
+        ];
+        let mut res = results(runs, None);
+        // No `none`: the first scheduler is the reference.
+        assert_eq!(reference(&res), Some("mq-deadline"));
+        let r = |res: &ToolResults, s: &str| {
+            ratios_to(res, "hdd-raptor-10", "bonnie", s, "mq-deadline")
+        };
+        assert_eq!(r(&res, "rust-as"), [3.0, 2.0]);
+        // Only repeat 1 has rust-noop.
+        assert_eq!(r(&res, "rust-noop"), [0.5]);
+        // A time (lower is better): half the time is twice as good.
+        for run in &mut res.runs {
+            run.run.case.tool = Tool::Sqlite;
+            let m = run.measured.as_mut().unwrap();
+            m.figures = [("seconds".to_string(), m.elapsed_s)].into_iter().collect();
+        }
+        let near = |xs: Vec<f64>, want: &[f64]| {
+            xs.len() == want.len() && xs.iter().zip(want).all(|(x, w)| (x - w).abs() < 1e-9)
+        };
+        assert!(
+            near(r(&res, "rust-as"), &[3.0, 2.0]),
+            "{:?}",
+            r(&res, "rust-as")
+        );
+        let (_, file, svg) = chart(&res, "hdd-raptor-10").unwrap().unwrap();
+        assert_eq!(file, "chart-hdd-raptor-10.svg");
+        assert!(svg.contains("relative to mq-deadline") && svg.contains("rust-noop"));
+        res.schedulers.insert(0, "none".into());
+        assert_eq!(reference(&res), Some("none"));
     }
 
     #[test]

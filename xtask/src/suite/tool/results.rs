@@ -30,6 +30,10 @@ pub struct ToolSpec {
     /// A seed's figures to set beside the results (configs/seeds/*.toml).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<String>,
+    /// The workloads `--quick` runs (default: all); `--workloads`
+    /// replaces them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quick_workloads: Option<Vec<String>>,
 }
 
 /// A `[[workload]]`: a tool and its arguments, full and `--quick`.
