@@ -185,7 +185,9 @@ fault_bg_start() {
 	FAULT_BG=$!
 }
 fault_bg_wait() {
-	touch /tmp/fault.stop
+	# A builtin, not touch: in fault_alloc an exec can fail, and a stop
+	# file not made leaves the loop running for ever.
+	: > /tmp/fault.stop
 	wait $FAULT_BG
 	rm -f /tmp/fault.stop
 	fault_totals_reset
@@ -468,7 +470,7 @@ fault_nth_left() {
 }
 
 fault_alloc_case() { # n scheduler old-scheduler
-	local n=$1 s=$2 old=$3 q fio_pid nth rc cur step bad=""
+	local n=$1 s=$2 old=$3 q fio_pid nth rc=1 cur="" step bad=""
 	local points=0 took=0 absorbed=0 kept=0 fellback=0
 	q=/sys/block/$FAULT_NULLB/queue
 	step=$(fault_len 4 1)
@@ -478,7 +480,7 @@ fault_alloc_case() { # n scheduler old-scheduler
 	nth=1
 	while [ $nth -lt 5000 ]; do
 		if ! set_sched "$FAULT_DEV" "$old"; then
-			bad="$bad cannot_reselect_$old"
+			bad="$bad cannot_reselect_${old}_is_$(current_sched "$FAULT_DEV")"
 			break
 		fi
 		fault_nth_arm $nth

@@ -46,11 +46,19 @@ void rust_helper_trace_block_rq_insert(struct request *rq)
  * blk_mq_run_hw_queue() takes queue_lock only when it finds nothing to run.
  * The abstraction tells lockdep on every call, so that a caller holding a
  * lock taken under queue_lock is reported at once, not on the rare call
- * that takes it.
+ * that takes it. blk_mq_run_hw_queue() takes it with interrupts off
+ * (spin_lock_irqsave), and runs from hard interrupts too (an elevator's
+ * hrtimer), so lockdep is told of an acquisition with interrupts off, as
+ * the kernel makes it: one with them on, from a caller in process context,
+ * is an {IN-HARDIRQ-W} -> {HARDIRQ-ON-W} use the kernel never makes.
  */
 void rust_helper_might_lock(spinlock_t *lock)
 {
+	unsigned long flags;
+
+	local_irq_save(flags);
 	might_lock(lock);
+	local_irq_restore(flags);
 }
 
 u64 rust_helper_ktime_get_ns(void)

@@ -84,7 +84,8 @@ impl Queue {
     /// [`Rerun`]: super::Rerun
     pub fn run_hw_queues_async(&self) {
         // SAFETY: The queue is live. `might_lock()` only tells lockdep
-        // (nothing without it) that the lock may be taken here.
+        // (nothing without it) that the lock may be taken here, with
+        // interrupts off, as `blk_mq_run_hw_queue()` takes it.
         unsafe { bindings::might_lock(ptr::addr_of_mut!((*self.as_ptr()).queue_lock)) };
         // SAFETY: The queue is live; with `async` set the function sleeps
         // nowhere and only queues work, so any context will do.
