@@ -265,13 +265,19 @@ pub fn summarize(dump: &str, syms: &Symbols, scheduler: &str, base: &Path) -> Re
     for f in funcs.iter().filter(|f| per(f.1) >= TABLE_FLOOR) {
         table.push_str(&format!("{:.2}\t{:.3}\t{}\n", per(f.1), per(f.2), f.0));
     }
-    let tsv = base.with_extension("functions.tsv");
+    let tsv = functions_table(base);
     fs::write(&tsv, table).with_context(|| format!("writing {}", tsv.display()))?;
     Ok(InsnCount {
         requests,
         kernel_per_request: per(total),
         scheduler_per_request: per(own),
     })
+}
+
+/// Where the function table of the run whose files start with `base`
+/// (`runs/<id>`) is: `runs/<id>.functions.tsv`.
+pub fn functions_table(base: &Path) -> PathBuf {
+    base.with_extension("functions.tsv")
 }
 
 /// A run's function table (`<id>.functions.tsv`, written by

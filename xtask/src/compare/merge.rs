@@ -123,7 +123,7 @@ impl Merged {
     pub fn add_functions(&mut self, side: usize, runs_dir: &Path, res: &Results) -> Result<()> {
         let mut boot: BTreeMap<Case, Vec<BTreeMap<String, f64>>> = BTreeMap::new();
         for r in &res.runs {
-            let tsv = runs_dir.join(format!("{}.functions.tsv", r.run.id));
+            let tsv = insns::functions_table(&runs_dir.join(&r.run.id));
             if r.measured.as_ref().and_then(|m| m.insns.as_ref()).is_none() || !tsv.exists() {
                 continue;
             }
