@@ -31,15 +31,17 @@ fault_len() {
 }
 
 # The schedulers a fault test runs on: the C references mq-deadline and bfq,
-# then every Rust elevator. On the debug kernel, without FAULTS_LONG, only
-# the Rust elevators not in NARROW_SCHEDULERS (rust-deadline and rust-bfq):
-# what the debug kernel adds concerns our code, and the base kernel runs
-# the references beside every elevator.
+# then every Rust elevator. On the debug kernel, without FAULTS_LONG or
+# FULL_MATRIX (`--full-matrix`), only the Rust elevators not in
+# NARROW_SCHEDULERS (rust-deadline and rust-bfq): what the debug kernel
+# adds concerns our code, and the base kernel runs the references beside
+# every elevator.
 fault_scheds() {
 	local s
 	for s in mq-deadline bfq $(echo $SCHEDULERS | tr ' ' '\n' | grep '^rust-'); do
 		case " $SCHEDULERS " in *" $s "*) ;; *) continue ;; esac
-		if [ "${FAULTS_LONG:-0}" != 1 ] && [ "${KERNEL_FLAVOR:-}" = debug ]; then
+		if [ "${FAULTS_LONG:-0}" != 1 ] && [ "${FULL_MATRIX:-0}" != 1 ] &&
+			[ "${KERNEL_FLAVOR:-}" = debug ]; then
 			case $s in rust-*) ;; *) continue ;; esac
 			case " ${NARROW_SCHEDULERS:-} " in *" $s "*) continue ;; esac
 		fi

@@ -269,8 +269,9 @@ pub struct Test {
     #[arg(long, value_delimiter = ',')]
     pub only: Option<Vec<String>>,
     /// The whole matrix on the debug kernel too: every elevator on every
-    /// device (by default the debug kernel tests the elevators beyond
-    /// rust-deadline and rust-bfq on the first device only)
+    /// device, and the fault tests on the C references as well (by default
+    /// the debug kernel tests the elevators beyond rust-deadline and
+    /// rust-bfq on the first device only)
     #[arg(long)]
     pub full_matrix: bool,
     /// The fault tests only (qemu/guest/tests_faults.sh), the long way:

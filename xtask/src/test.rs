@@ -258,7 +258,7 @@ fn guest_tests(
         format!(
             "{}SELFTEST_MODULE='{}'\nSCHEDULERS='{}'\nTESTS='{}'\n\
              SLOW_DEV='{}'\nSTARVE_DEV='{}'\nFAIRNESS_SCHEDULERS='{}'\nKERNEL_FLAVOR='{}'\n\
-             EMULATED_DEVS='{}'\nRAID_DEVS='{}'\nNARROW_SCHEDULERS='{}'\n",
+             EMULATED_DEVS='{}'\nRAID_DEVS='{}'\nNARROW_SCHEDULERS='{}'\nFULL_MATRIX='{}'\n",
             p.job_env(used.iter().map(|(_, d)| d), &made)? + &mode.job_env(&hotplug),
             selftest,
             shell_words(p.all_schedulers()),
@@ -284,6 +284,7 @@ fn guest_tests(
                 p.kernel.flavor,
                 full_matrix
             )),
+            u8::from(full_matrix),
         ),
     )?;
     if tests.iter().any(|t| t == "emulated_model_timing") {
