@@ -100,7 +100,7 @@ pub fn run(
         let app = sim
             .readers
             .last()
-            .and_then(|r| r.done_at.map(|t| t - r.cfg.start_at));
+            .and_then(|r| Some(r.done_at? - r.started_at?));
         Outcome {
             bytes: sim.readers.iter().map(|r| r.bytes).collect(),
             app,
@@ -156,6 +156,8 @@ pub fn fio(start: u64, bs: u32, iodepth: u32, random_blocks: u64) -> Reader {
         random_blocks,
         count: 0,
         start_at: 0,
+        after: None,
+        wakes: None,
     }
 }
 
@@ -212,6 +214,8 @@ pub fn startup(head_start: Nanos) -> (Vec<Reader>, Reader) {
         random_blocks: 0,
         count: 170,
         start_at: head_start,
+        after: None,
+        wakes: None,
     };
     let (readers, bs, iodepth) = startup_readers();
     let mut loaded: Vec<Reader> = (0..readers)

@@ -88,6 +88,8 @@ fn fairness_run(submit_cost: Nanos) -> (u64, u64) {
         random_blocks: 0,
         count: 0,
         start_at: 0,
+        after: None,
+        wakes: None,
     };
     let readers = [reader(0, 1 << 30), reader(4, 0)];
     let mut s = sim(
@@ -220,6 +222,8 @@ fn randread_run(service: Nanos, submit_cost: Nanos, strict: bool) -> (u64, f64, 
         random_blocks: 1 << 18,
         count: 0,
         start_at: 0,
+        after: None,
+        wakes: None,
     };
     let readers = [reader(0), reader(1 << 30)];
     let window = (SEC, 2 * SEC);
