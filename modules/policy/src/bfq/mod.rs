@@ -62,11 +62,12 @@
 //!
 //! Wakers follow `bfq_check_waker`: when a sync queue with a long think
 //! time gets a request while its issuer has nothing else queued or in
-//! flight (C's `bic->requests <= 1`), less than 4 ms after another
-//! queue's completion, the last completed request being that queue's,
-//! that queue is a step closer to being its waker; the third time in a row
-//! within 128 `slice_idle`s of the first, it is. The shared last slot, as
-//! BFQ's `oom_bfqq`, is neither waker nor woken. While the drive waits for
+//! flight (C's `bic->requests <= 1`), less than 4 ms after the last
+//! completion, and that completion was another queue's, that queue is a
+//! step closer to being its waker; the third time in a row within 128
+//! `slice_idle`s of the first, it is (a step that finds another queue
+//! starts over with that one). The shared last slot, as BFQ's
+//! `oom_bfqq`, is neither waker nor woken. While the drive waits for
 //! the queue in service, its waker's next request, if its budget covers
 //! it, goes first, then that of the latest queue found to be woken by it,
 //! whatever the inject limit and whatever idling is for (the second and
