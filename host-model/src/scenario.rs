@@ -5,7 +5,9 @@
 
 use crate::device::Device;
 use crate::fifo::Fifo;
-use crate::sim::{anticipatory, bfq, cfq, deadline, noop, sio, vr, Io, Machine, Reader, Sim, SEC};
+use crate::sim::{
+    anticipatory, bfq, cfq, deadline, noop, sio, vr, Io, Machine, Reader, Sim, MS, SEC,
+};
 use ironlift_policy::sched::SchedPolicy;
 use ironlift_policy::Nanos;
 
@@ -100,7 +102,7 @@ pub fn run(
         let app = sim
             .readers
             .last()
-            .and_then(|r| r.done_at.map(|t| t - r.cfg.start_at));
+            .and_then(|r| Some(r.done_at? - r.started_at?));
         Outcome {
             bytes: sim.readers.iter().map(|r| r.bytes).collect(),
             app,
@@ -156,6 +158,8 @@ pub fn fio(start: u64, bs: u32, iodepth: u32, random_blocks: u64) -> Reader {
         random_blocks,
         count: 0,
         start_at: 0,
+        after: None,
+        wakes: None,
     }
 }
 
@@ -212,6 +216,8 @@ pub fn startup(head_start: Nanos) -> (Vec<Reader>, Reader) {
         random_blocks: 0,
         count: 170,
         start_at: head_start,
+        after: None,
+        wakes: None,
     };
     let (readers, bs, iodepth) = startup_readers();
     let mut loaded: Vec<Reader> = (0..readers)
@@ -241,6 +247,82 @@ pub fn startup_time(
 pub fn alone_time(m: Machine, dev: Box<dyn Device>) -> Option<Nanos> {
     let (_, alone) = startup(0);
     run(m, dev, Scheduler::None, &[alone], (0, 0), 120 * SEC).app
+}
+
+/// An fsync chain of `transactions`, as SQLite's inserts (each its own
+/// transaction) or FS-Mark's files make on ext4: an application writes 4
+/// to 64 KiB synchronously, and its write's completion wakes the journal
+/// thread (jbd2), which writes a 4 KiB commit 50 µs later; the commit's
+/// completion lets the application go on to its next write, after
+/// `think` of CPU.
+///
+/// The journal thread is older than the application: an earlier
+/// workload, `warmup` transactions of its own with 1 ms of CPU each, has
+/// kept it busy up to 10 ms before the application starts. Under
+/// rust-bfq that gives a new application (weight-raised) and a journal
+/// thread no longer raised, as a benchmark run right after another
+/// meets. (With the journal thread idle for 100 ms or more before the
+/// application starts, rust-bfq raises it as soft real-time when it
+/// wakes, and the chain runs as under the other schedulers.) The readers are
+/// the journal thread, the earlier workload (if any) and the application,
+/// last, so that [`Outcome::app`] is the time its chain took.
+pub fn fsync_chain(transactions: u32, think: Nanos, warmup: u32) -> Vec<Reader> {
+    let journal = Reader {
+        io: Io::Write { sync: true },
+        level: 4,
+        start: 1 << 30,
+        bs: 8,
+        iodepth: 0,
+        submit_cost: 50_000,
+        random_blocks: 0,
+        count: 0,
+        start_at: 0,
+        after: None,
+        wakes: None,
+    };
+    let app = Reader {
+        io: Io::Write { sync: true },
+        level: 4,
+        start: 1 << 20,
+        bs: 8,
+        iodepth: 1,
+        submit_cost: think,
+        random_blocks: 0,
+        count: transactions,
+        start_at: 0,
+        after: None,
+        wakes: Some(0),
+    };
+    if warmup == 0 {
+        return vec![journal, app];
+    }
+    let earlier = Reader {
+        start: 1 << 25,
+        submit_cost: MS,
+        count: warmup,
+        ..app
+    };
+    let app = Reader {
+        start_at: 10 * MS,
+        after: Some(1),
+        ..app
+    };
+    vec![journal, earlier, app]
+}
+
+/// The time the [`fsync_chain`] of `transactions` takes under `s` on
+/// `dev`, from the application's first write to its last commit's
+/// completion; `None` if it did not finish within ten minutes.
+pub fn fsync_chain_time(
+    m: Machine,
+    dev: Box<dyn Device>,
+    s: Scheduler,
+    transactions: u32,
+    think: Nanos,
+    warmup: u32,
+) -> Option<Nanos> {
+    let readers = fsync_chain(transactions, think, warmup);
+    run(m, dev, s, &readers, (0, 0), 600 * SEC).app
 }
 
 #[cfg(test)]

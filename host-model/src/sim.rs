@@ -106,8 +106,19 @@ pub struct Reader {
     /// 128 sectors (log-uniform), each after the previous one completed
     /// and `submit_cost` of CPU, starting at `start_at`. 0: a greedy reader.
     pub count: u32,
-    /// When an application starts.
+    /// When an application starts (with `after`, how long after).
     pub start_at: Nanos,
+    /// An application that starts `start_at` after reader `after` is done
+    /// (instead of at `start_at`).
+    pub after: Option<usize>,
+    /// Another reader that each completed I/O of this one wakes: that
+    /// reader, not this one, then has an I/O to submit (after its own
+    /// `submit_cost`), as a journal thread (jbd2) is woken by an
+    /// fsync'ing process and wakes it again with its commit done. `None`:
+    /// the reader resubmits its own, except one that only others wake
+    /// (`iodepth` 0, not an application), which wakes the reader that
+    /// last woke it: the journal thread of whichever process waits.
+    pub wakes: Option<usize>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -156,8 +167,13 @@ pub struct ReaderState {
     rng: u64,
     /// I/Os submitted (for an application).
     submitted: u32,
+    /// When the reader first submitted an I/O (or tried to, and slept
+    /// for a tag).
+    pub started_at: Option<Nanos>,
     /// When an application's last read completed.
     pub done_at: Option<Nanos>,
+    /// The reader whose completion last woke this one ([`Reader::wakes`]).
+    woken_by: Option<usize>,
 }
 
 impl ReaderState {
@@ -332,7 +348,9 @@ impl<P: SchedPolicy> Sim<P> {
                     bytes: 0,
                     rng: cfg.start ^ 0x2545_f491_4f6c_dd1d,
                     submitted: 0,
+                    started_at: None,
                     done_at: None,
+                    woken_by: None,
                 })
                 .collect(),
             tag_waiters: VecDeque::new(),
@@ -347,7 +365,9 @@ impl<P: SchedPolicy> Sim<P> {
             if cfg.count != 0 {
                 s.readers[r].to_submit = 1;
                 s.readers[r].submit_pending = true;
-                s.at(cfg.start_at, Ev::Submit(r));
+                if cfg.after.is_none() {
+                    s.at(cfg.start_at, Ev::Submit(r));
+                }
             } else {
                 s.schedule_submit(r);
             }
@@ -411,7 +431,10 @@ impl<P: SchedPolicy> Sim<P> {
             self.sample(t);
             self.now = t;
             match ev {
-                Ev::Submit(r) => self.submit(r),
+                Ev::Submit(r) => {
+                    self.readers[r].started_at.get_or_insert(t);
+                    self.submit(r)
+                }
                 Ev::Device => self.device_event(),
                 Ev::Timer(g) if g == self.timer_gen && self.timer_at.is_some() => {
                     self.timer_at = None;
@@ -670,11 +693,31 @@ impl<P: SchedPolicy> Sim<P> {
             rs.bytes += q.sectors as u64 * 512;
             self.requests += 1;
         }
-        if rs.cfg.count != 0 && rs.submitted >= rs.cfg.count {
-            rs.done_at = Some(self.now);
-        } else {
-            rs.to_submit += q.ios;
-            self.schedule_submit(q.reader);
+        // The reader that goes on: this one, or the one it wakes. An
+        // application that has submitted all its I/Os is done, and those
+        // that start after it are started.
+        let next = match rs.cfg.wakes {
+            Some(w) => Some(w),
+            None if rs.cfg.iodepth == 0 && rs.cfg.count == 0 => rs.woken_by,
+            None => Some(q.reader),
+        };
+        if let Some(next) = next {
+            let ns = &mut self.readers[next];
+            if next != q.reader {
+                ns.woken_by = Some(q.reader);
+            }
+            if ns.cfg.count != 0 && ns.submitted >= ns.cfg.count {
+                ns.done_at = Some(self.now);
+                for r in 0..self.readers.len() {
+                    let cfg = self.readers[r].cfg;
+                    if cfg.after == Some(next) {
+                        self.at(self.now + cfg.start_at, Ev::Submit(r));
+                    }
+                }
+            } else {
+                ns.to_submit += q.ios;
+                self.schedule_submit(next);
+            }
         }
         // What the completion called for, if it took the lock; the run
         // after the unlock, below.

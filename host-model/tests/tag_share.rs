@@ -44,6 +44,8 @@ fn startup(s: Scheduler, head: Nanos, readers: u32) -> Option<Nanos> {
         random_blocks: 0,
         count: 300,
         start_at: head,
+        after: None,
+        wakes: None,
     });
     run(M, nullb_8ms(), s, &all, (0, 0), head + 120 * SEC).app
 }

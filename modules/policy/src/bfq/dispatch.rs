@@ -2,8 +2,8 @@
 
 //! Dispatch (`bfq_dispatch_request`): at-head requests first, then the
 //! queue in service (`bfq_select_queue`): its next request if its budget
-//! allows, else its expiration, or idling for it, with other queues'
-//! requests injected meanwhile.
+//! allows, else its expiration, or idling for it, with its waker's, its
+//! woken queue's or other queues' requests injected meanwhile.
 
 use super::budget::Expiration;
 use super::{Ctx, Dispatch, Nanos, PrioClass, RqState, Tag, NIL};
@@ -98,10 +98,15 @@ impl Ctx<'_> {
             self.expire(qi, Expiration::NoMoreRequests, false, now);
             return None;
         };
-        // While the drive waits for `qi`, it may serve other queues'
-        // requests (bfq_select_queue's injection), unless idling is for
-        // throughput alone, or `qi` is the only weight-raised queue and
-        // thinks briefly.
+        // While the drive waits for `qi`, it serves `qi`'s waker, or else
+        // the queue `qi` wakes, whenever one has a request its budget
+        // covers: `qi` waits for the one, and the other waits for `qi`.
+        if let Some(j) = self.choose_waker_or_woken(qi) {
+            return Some(Dispatch::Request(self.dispatch_from(j, now)));
+        }
+        // Else it may serve other queues' requests (bfq_select_queue's
+        // injection), unless idling is for throughput alone, or `qi` is
+        // the only weight-raised queue and thinks briefly.
         let q = self.q(qi);
         if !self.idling_boosts_thr_without_issues(qi)
             && (q.wr_coeff == 1 || self.s.wr_busy_queues > 1 || !q.has_short_ttime)

@@ -110,6 +110,7 @@ impl State {
             last_dispatch: 0,
             delta_from_first: 0,
             last_completion: 0,
+            last_completed: NIL,
             last_position: 0,
             rate_dur_prod: REF_RATE[0] * REF_WR_DURATION_MS[0],
             nonrot: false,
@@ -327,6 +328,7 @@ impl Ctx<'_> {
         self.qm(qi).queued += 1;
         self.s.queued += 1;
         if desc.sync && alone {
+            self.check_waker(qi, now);
             self.inject_on_arrival(qi, now);
         }
 
@@ -414,6 +416,7 @@ impl Ctx<'_> {
         }
         self.qm(qi).last_end_request = now;
         self.rate_at_completion(now);
+        self.s.last_completed = qi;
         if self.q(qi).softrt_update
             && self.q(qi).dispatched == 0
             && self.q(qi).queued == 0

@@ -46,7 +46,8 @@ where
         self.check_totals(&t)?;
         self.check_heaps()?;
         self.check_requests(&t)?;
-        self.check_burst()
+        self.check_burst()?;
+        self.check_wakers()
     }
 
     /// A queue's sort tree, FIFOs and next request hold exactly its
@@ -252,6 +253,57 @@ where
             })
         {
             return Err("burst list and queue flags disagree");
+        }
+        Ok(())
+    }
+
+    /// Every waker is a queue in use, other than the woken one, and the
+    /// woken lists hold exactly the queues that name their owner as
+    /// waker, each once, with consistent back links; the last completed
+    /// queue is in use.
+    fn check_wakers(&self) -> Result<(), &'static str> {
+        let qs = self.qs.as_ref();
+        let m = qs.len();
+        let mut listed = 0usize;
+        for (wi, slot) in qs.iter().enumerate() {
+            let w = &slot.q;
+            if !w.used && (w.waker != NIL || w.woken_first != NIL) {
+                return Err("free slot with waker links");
+            }
+            let (mut prev, mut j, mut steps) = (NIL, w.woken_first, 0);
+            while j != NIL {
+                let q = qs.get(j as usize).map(|s| &s.q).ok_or("woken index")?;
+                if q.waker != wi as u32 || q.woken_prev != prev {
+                    return Err("woken list and waker disagree");
+                }
+                steps += 1;
+                if steps > m {
+                    return Err("woken list loops");
+                }
+                prev = j;
+                j = q.woken_next;
+            }
+            listed += steps;
+        }
+        let mut named = 0usize;
+        for (qi, slot) in qs.iter().enumerate() {
+            let q = &slot.q;
+            if q.waker != NIL {
+                let w = qs.get(q.waker as usize).ok_or("waker index")?;
+                if !w.q.used || q.waker == qi as u32 {
+                    return Err("waker not in use, or the queue itself");
+                }
+                named += 1;
+            } else if q.woken_prev != NIL || q.woken_next != NIL {
+                return Err("woken links without a waker");
+            }
+        }
+        if listed != named {
+            return Err("woken lists and wakers differ in number");
+        }
+        let last = self.st.last_completed;
+        if last != NIL && !qs.get(last as usize).is_some_and(|s| s.q.used) {
+            return Err("last completed queue not in use");
         }
         Ok(())
     }

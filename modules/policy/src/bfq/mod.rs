@@ -57,14 +57,29 @@
 //! that arrives at an empty drive is the baseline; with injection, the
 //! limit goes up while service times stay under 1.5 times it, and down
 //! when they do not. Unlike C, only weight-raised queues are injected
-//! (C injects any queue into a non-raised or slow-thinking one), which
-//! keeps injection from undoing the weights of non-raised queues. There
-//! is no injection from a queue's own async or waker/woken queues
-//! (neither exists here).
+//! this way (C injects any queue into a non-raised or slow-thinking one),
+//! which keeps injection from undoing the weights of non-raised queues.
+//!
+//! Wakers follow `bfq_check_waker`: when a sync queue with a long think
+//! time gets a request while its issuer has nothing else queued or in
+//! flight (C's `bic->requests <= 1`), less than 4 ms after the last
+//! completion, and that completion was another queue's, that queue is a
+//! step closer to being its waker; the third time in a row within 128
+//! `slice_idle`s of the first, it is (a step that finds another queue
+//! starts over with that one). The shared last slot, as BFQ's
+//! `oom_bfqq`, is neither waker nor woken. While the drive waits for
+//! the queue in service, its waker's next request, if its budget covers
+//! it, goes first, then that of the latest queue found to be woken by it,
+//! whatever the inject limit and whatever idling is for (the second and
+//! third alternatives of `bfq_select_queue`): the one is what the queue
+//! waits for, the other waits for the queue. A queue's release forgets
+//! it as a waker (its woken queues' waker is reset) and as a woken queue.
+//! There is no injection from a queue's own async queue (there is none:
+//! see below).
 //!
 //! Differences from the C original, on purpose: there are no cgroups, no
-//! queue merging or splitting, no waker/wakee
-//! detection and no actuator awareness; sync and async requests of one
+//! queue merging or splitting (so no waker inherited through a merge) and
+//! no actuator awareness; sync and async requests of one
 //! issuer share that issuer's queue (async requests are charged three
 //! times their size, as BFQ charges async queues), the queue counting as
 //! sync when its latest request was sync; the idle class is served
@@ -114,7 +129,8 @@
 //! served by the last slot, which callers should therefore keep as a
 //! shared overflow queue. Nothing here allocates, and every operation is
 //! O(log n) or O(log m) (the per-queue request trees are treaps, so that
-//! bound is in expectation over the policy's own random priorities).
+//! bound is in expectation over the policy's own random priorities),
+//! except that releasing a queue also visits each queue it wakes.
 //!
 //! The code is split by layer, as C BFQ is split between `bfq-wf2q.c` and
 //! `bfq-iosched.c`:
@@ -127,8 +143,8 @@
 //! - `budget`: service slots (putting a queue in service, budgets,
 //!   expiration);
 //! - `idle`: what idling decisions look at, and the decisions;
-//! - `inject`, `weight_raise`, `burst`, `peak_rate`: the heuristics of their
-//!   names;
+//! - `inject`, `waker`, `weight_raise`, `burst`, `peak_rate`: the
+//!   heuristics of their names;
 //! - `tags`: each queue's share of the scheduler tags (`limit_depth`);
 //! - `hooks`, `dispatch`: the entry points;
 //! - `invariants`: the consistency checks.
@@ -144,6 +160,7 @@ mod invariants;
 mod peak_rate;
 mod queue;
 mod tags;
+mod waker;
 mod weight_raise;
 mod wf2q;
 
@@ -345,6 +362,23 @@ struct Queue {
     // `bfq_update_io_intensity`'s window.
     io_start_time: Nanos,
     tot_idle_time: u64,
+    /// The queue whose completions this one's new I/O follows
+    /// (`waker_bfqq`), or `NIL`.
+    waker: u32,
+    /// The latest of the queues this one wakes: the head of its woken
+    /// list (`woken_list`), linked through their `woken_prev` and
+    /// `woken_next`.
+    woken_first: u32,
+    woken_prev: u32,
+    woken_next: u32,
+    /// The candidate waker (`tentative_waker_bfqq`), or `NIL`, with its
+    /// slot's generation at the first detection.
+    tentative_waker: u32,
+    tentative_gen: u32,
+    /// `num_waker_detections`.
+    waker_detections: u32,
+    /// `waker_detection_started`.
+    waker_detection_started: Nanos,
 }
 
 /// Storage for one issuer: its queue, plus one row of the service trees'
@@ -353,6 +387,10 @@ struct Queue {
 pub struct IssuerSlot {
     q: Queue,
     heap: [u32; ALL_HEAPS],
+    /// How many queues this slot has released: a reference kept across a
+    /// release (a tentative waker) names the same queue only while this
+    /// has not moved.
+    gen: u32,
 }
 
 impl Default for IssuerSlot {
@@ -360,6 +398,7 @@ impl Default for IssuerSlot {
         IssuerSlot {
             q: Queue::default(),
             heap: [NIL; ALL_HEAPS],
+            gen: 0,
         }
     }
 }
@@ -410,6 +449,9 @@ pub struct IssuerInfo {
     /// How many requests of other queues may be in the drive while this
     /// queue, in service, waits for its next one (`inject_limit`).
     pub inject_limit: u32,
+    /// The issuer whose queue wakes this one (`waker_bfqq`): its new I/O
+    /// arrived right after that queue's completions three times in a row.
+    pub waker: Option<IssuerId>,
 }
 
 /// What a completion requires of the caller ([`Bfq::after_completion`]).
@@ -489,6 +531,9 @@ struct State {
     last_dispatch: Nanos,
     delta_from_first: Nanos,
     last_completion: Nanos,
+    /// The queue of the latest completion (`last_completed_rq_bfqq`), or
+    /// `NIL`.
+    last_completed: u32,
     last_position: Sector,
     rate_dur_prod: u64,
     nonrot: bool,
@@ -571,6 +616,7 @@ where
             io_bound: q.io_bound,
             in_large_burst: q.in_large_burst,
             inject_limit: q.inject_limit,
+            waker: (q.waker != NIL).then_some(q.waker as usize),
         }
     }
 

@@ -73,6 +73,14 @@ impl Default for Queue {
             ttime_mean: 0,
             io_start_time: 0,
             tot_idle_time: 0,
+            waker: NIL,
+            woken_first: NIL,
+            woken_prev: NIL,
+            woken_next: NIL,
+            tentative_waker: NIL,
+            tentative_gen: 0,
+            waker_detections: 0,
+            waker_detection_started: 0,
         }
     }
 }
@@ -481,6 +489,7 @@ impl Ctx<'_> {
             if self.burst_list_del(qi) && self.s.burst_size > 0 {
                 self.s.burst_size -= 1;
             }
+            self.forget_wakers(qi);
             *self.qm(qi) = Queue::default();
         }
     }
