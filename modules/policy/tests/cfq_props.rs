@@ -449,11 +449,28 @@ fn reader_strategy() -> impl Strategy<Value = Reader> {
 }
 
 /// The bounds of the policy's documentation (with the default tunables),
-/// by reader, for `readers` of one class on a device serving each request
-/// within `service`: with `Q` queues of at most `D` requests each, a round
-/// `T = (Q + 1) (180 ms + slice_idle + 140 ms + 2 (quantum + D) t) +
-/// target_latency`; `2 T` for a sync request, `(D + 1) T` for an async
-/// one, `D` here the requests its async queue may hold.
+/// by reader, for `readers` of one class, their async writers all of one
+/// level, on a device serving each request within `service`: with `Q`
+/// queues of at most `D` requests each, a round `T = (Q + 1) (180 ms +
+/// slice_idle + 140 ms + 2 (quantum + D) t) + target_latency`; `2 T` for
+/// a sync request, `(D + 1) T` for an async one, `D` here the requests
+/// its async queue may hold.
+///
+/// With async writers of two levels (two async queues) there is no bound,
+/// by CFQ's rules (`cfq_should_preempt`, `cfq_preempt_queue`): an async
+/// queue is never idled for (`cfq_should_idle` idles for a queue with an
+/// idle window or the last sync queue of its tree), so while one is in
+/// service with all its requests sent, a request of the other preempts
+/// it ("an idle queue should not be idle now"). The preempting queue
+/// goes a second before the first key of its tree, and the preempted one,
+/// empty, leaves the tree. Neither slice ever starts (a slice starts at
+/// the queue's first completion while in service, and each request
+/// completes after its queue was preempted), so no slice end breaks the
+/// alternation either. If each writer's next request arrives while the
+/// other queue is in service and empty (depth-1 writers that do not
+/// think, on a depth-1 device), the two alternate for as long as they
+/// write, and a third queue of the tree, keyed later, waits all that time
+/// ([`two_async_queues_preempting_each_other_starve_a_third`]).
 fn starvation_bounds(readers: &[Reader], service: Nanos) -> Vec<Nanos> {
     // The requests each queue may hold: a sync queue its reader's, an
     // async queue (one per level) its writers'.
@@ -488,13 +505,16 @@ fn starvation_bounds(readers: &[Reader], service: Nanos) -> Vec<Nanos> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(128))]
 
-    /// Sequential sync readers (one of them possibly random) and async
-    /// writers, of levels 0 to 7, on a rotational device with or without
-    /// command queueing, for longer than the longest bound.
+    /// Sequential sync readers (one of them possibly random), of levels 0
+    /// to 7, and async writers, all of one level (one async queue: the
+    /// bound does not hold for two, see [`starvation_bounds`]), on a
+    /// rotational device with or without command queueing, for longer
+    /// than the longest bound.
     #[test]
     fn no_request_waits_beyond_the_documented_bound(
         mut readers in prop::collection::vec(reader_strategy(), 1..6),
         random in prop::option::of(0usize..6),
+        async_level in 0u8..8,
         device_depth in prop_oneof![Just(1usize), Just(4)],
         service in 100_000u64..10 * MS,
     ) {
@@ -502,6 +522,9 @@ proptest! {
             let i = r % readers.len();
             readers[i].random = true;
             readers[i].sync = true;
+        }
+        for r in readers.iter_mut().filter(|r| !r.sync) {
+            r.prio.level = async_level;
         }
         let bounds = starvation_bounds(&readers, service);
         let until = bounds.iter().max().copied().unwrap_or(0) + 1_000 * MS;
@@ -512,5 +535,48 @@ proptest! {
                 "reader {} waited {} ms, bound {} ms", r, wait / MS, bound / MS
             );
         }
+    }
+}
+
+/// An async writer of best-effort level `level`: one request at a time,
+/// the next one as soon as it completes.
+fn writer(level: u8) -> Reader {
+    Reader {
+        depth: 1,
+        sync: false,
+        random: false,
+        prio: IoPrio {
+            class: PrioClass::BestEffort,
+            level,
+        },
+        think: 0,
+    }
+}
+
+/// Three async writers of levels 3, 2 and 0 on a depth-1 device taking
+/// 100 µs per request: levels 3 and 2 preempt each other at every
+/// request, as CFQ's rules let them (see [`starvation_bounds`]), each
+/// served as soon as the device is free, and level 0, keyed after the one
+/// a second ahead, is never served. The same writers at one level share
+/// one async queue and stay within the documented bound.
+#[test]
+fn two_async_queues_preempting_each_other_starve_a_third() {
+    let service = 100_000;
+    let until = 5_000 * MS;
+    let readers = [writer(3), writer(2), writer(0)];
+    let waits = longest_waits(&readers, 1, service, until);
+    assert_eq!(&waits[..2], &[service, service], "levels 3 and 2 alternate");
+    assert_eq!(waits[2], until, "level 0 waits the whole run");
+
+    let readers = [writer(3), writer(3), writer(3)];
+    let bounds = starvation_bounds(&readers, service);
+    let waits = longest_waits(&readers, 1, service, until);
+    for (r, (&wait, &bound)) in waits.iter().zip(&bounds).enumerate() {
+        assert!(
+            wait <= bound,
+            "writer {r} waited {} ms, bound {} ms",
+            wait / MS,
+            bound / MS
+        );
     }
 }

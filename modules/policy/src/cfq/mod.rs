@@ -81,23 +81,26 @@
 //!
 //! Starvation. Lower classes wait while a higher one is busy, without
 //! bound. Within a class, on a rotational device with idling on, with
-//! sync queues of sequential readers (at most one seeky) and any async
-//! queues, all thinking less than `slice_idle` between requests, each
-//! queue has a turn within a round `T = (Q + 1) (180 ms + slice_idle +
-//! 140 ms + 2 (quantum + D) t) + target_latency` for `Q` queues of at most
-//! `D` requests each on a device taking `t` per request (180 ms is the
-//! longest sync slice, 140 ms per queue the most the tree offsets put a
-//! higher level ahead). A sync request waits at most `2 T`; an async one
-//! at most `(D + 1) T`, as an async queue that sync requests keep
-//! preempting sends only its expired oldest request per turn. The
-//! property tests check these bounds with the default tunables. There is
-//! no bound where queues keep preempting one another: two seeky sync
-//! queues, or a seeky sync queue and an async one, each sending while the
-//! other is in service and empty, or any queues with idling off
-//! (`slice_idle` 0, the default on non-rotational devices). Each
-//! preemption puts the preempting queue a second ahead of its tree, and
-//! the queues that take no part wait as long as that goes on, as the same
-//! rules let them in C.
+//! sync queues of sequential readers (at most one seeky) and at most one
+//! async queue (async writers all of one priority level), all thinking
+//! less than `slice_idle` between requests, each queue has a turn within
+//! a round `T = (Q + 1) (180 ms + slice_idle + 140 ms + 2 (quantum + D)
+//! t) + target_latency` for `Q` queues of at most `D` requests each on a
+//! device taking `t` per request (180 ms is the longest sync slice,
+//! 140 ms per queue the most the tree offsets put a higher level ahead).
+//! A sync request waits at most `2 T`; an async one at most `(D + 1) T`,
+//! as an async queue that sync requests keep preempting sends only its
+//! expired oldest request per turn. The property tests check these
+//! bounds with the default tunables. There is no bound where queues keep
+//! preempting one another: two seeky sync queues, a seeky sync queue and
+//! an async one, or two async queues (of two levels), each sending while
+//! the other is in service and empty, or any queues with idling off
+//! (`slice_idle` 0, the default on non-rotational devices). An empty
+//! queue in service that would not be idled for (an async queue never
+//! is) yields to any new request of its class; the preempting queue goes
+//! a second ahead of its tree's first, and the preempted one, empty,
+//! leaves the tree, so the queues that take no part wait as long as that
+//! goes on, as the same rules let them in C.
 //!
 //! Where blk-mq makes this differ from the single-queue original:
 //!
