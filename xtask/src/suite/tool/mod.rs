@@ -299,6 +299,32 @@ mod tests {
     }
 
     #[test]
+    fn a_seed_figure_names_each_of_our_schedulers_once() {
+        use std::fs;
+        let (_, w) = read_suite(&suite("phoronix"), None, false).unwrap();
+        let dir = std::env::temp_dir().join(format!("xtask-tool-seed-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let head = "title = \"t\"\nsource = \"s\"\nnotes = \"n\"\n\
+            [schedulers]\nDeadline = \"mq-deadline\"\nmq-deadline = \"mq-deadline\"\nNone = \"none\"\n";
+        let both = "[[figure]]\nworkload = \"sqlite-1\"\nmetric = \"seconds\"\n\
+            values = { Deadline = 1.0, mq-deadline = 2.0, None = 3.0 }\n";
+        fs::write(dir.join("both.toml"), format!("{head}{both}")).unwrap();
+        let e = Seed::load(&dir, "both.toml", &w).unwrap_err().to_string();
+        assert!(
+            e.contains("\"Deadline\" and \"mq-deadline\" are both our \"mq-deadline\""),
+            "{e}"
+        );
+        let apart = "[[figure]]\nworkload = \"sqlite-1\"\nmetric = \"seconds\"\n\
+            values = { Deadline = 1.0, None = 3.0 }\n\
+            [[figure]]\nworkload = \"sqlite-1\"\nmetric = \"seconds\"\n\
+            values = { mq-deadline = 2.0, None = 3.0 }\n";
+        fs::write(dir.join("apart.toml"), format!("{head}{apart}")).unwrap();
+        assert_eq!(Seed::load(&dir, "apart.toml", &w).unwrap().figure.len(), 2);
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn the_suites_parse_and_their_seed_loads() {
         for name in ["bonnie-raid5", "phoronix"] {
             let s = suite(name);

@@ -158,6 +158,20 @@ impl Seed {
             if let Some(s) = f.values.keys().find(|s| !seed.schedulers.contains_key(*s)) {
                 bail!("{}: scheduler {s:?} is not in [schedulers]", p.display());
             }
+            // An order names each of ours once: two of the seed's that one
+            // of ours stands for go in figures of their own.
+            let mut ours = BTreeMap::new();
+            for s in f.values.keys() {
+                if let Some(other) = ours.insert(&seed.schedulers[s], s) {
+                    bail!(
+                        "{}: {} {}: {other:?} and {s:?} are both our {:?}; give them separate [[figure]] tables",
+                        p.display(),
+                        f.workload,
+                        f.metric,
+                        seed.schedulers[s]
+                    );
+                }
+            }
         }
         Ok(seed)
     }
