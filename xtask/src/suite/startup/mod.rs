@@ -88,7 +88,9 @@ fn quick(spec: &StartupSpec) -> StartupSpec {
     let mut out = spec.clone();
     if let Some(q) = &spec.quick {
         out.app.retain(|a| q.apps.contains(&a.name));
-        out.load.retain(|l| q.loads.contains(&l.name));
+        if !q.loads.is_empty() {
+            out.load.retain(|l| q.loads.contains(&l.name));
+        }
     }
     out
 }
@@ -618,6 +620,18 @@ mod tests {
             ["s-xterm", "gcc-hello"]
         );
         assert!(only(&sp, &names(&["nope"])).is_err());
+        // --quick: S's xterm under the suite's one (implicit) load.
+        let q = Startup {
+            spec: quick(&sp),
+            replayer: None,
+        };
+        assert_eq!(
+            q.cases(&s.quick)
+                .iter()
+                .map(Startup::tsv)
+                .collect::<Vec<_>>(),
+            ["startup\ts-xterm\t-"]
+        );
         // A replay needs its trace; a tar application needs the stand-in's numbers.
         let mut bad = sp.clone();
         bad.app[0].trace = Some("configs/startup/traces/missing.trace".into());

@@ -87,11 +87,13 @@ pub struct LoadSpec {
     pub sync_s: u32,
 }
 
-/// What `--quick` runs (`[startup.quick]`): application and load names.
+/// What `--quick` runs (`[startup.quick]`): application and load names
+/// (no `loads`: every load, as for a suite of one implicit load).
 #[derive(Deserialize, Serialize, Debug, Clone, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct QuickSpec {
     pub apps: Vec<String>,
+    #[serde(default)]
     pub loads: Vec<String>,
 }
 
@@ -200,10 +202,10 @@ impl StartupSpec {
         if let Some(q) = &self.quick {
             let apps: Vec<String> = apps.iter().map(|a| a.name.clone()).collect();
             let loads: Vec<String> = self.load.iter().map(|l| l.name.clone()).collect();
+            if q.apps.is_empty() {
+                bail!("[startup.quick]: apps is empty");
+            }
             for (what, names, known) in [("apps", &q.apps, &apps), ("loads", &q.loads, &loads)] {
-                if names.is_empty() {
-                    bail!("[startup.quick]: {what} is empty");
-                }
                 if let Some(bad) = names.iter().find(|n| !known.contains(n)) {
                     bail!(
                         "[startup.quick]: {what}: no {bad:?}; the suite's: {}",
