@@ -25,6 +25,10 @@ pub struct Suite {
     /// The devices of `--quick` (default: `devices`).
     #[serde(default)]
     pub quick_devices: Option<Vec<String>>,
+    /// The workloads of `--quick` in a fio suite (default: all);
+    /// `--workloads` overrides it.
+    #[serde(default)]
+    pub quick_workloads: Option<Vec<String>>,
     pub full: Timing,
     pub quick: Timing,
     /// Scheduler variants with tunables (`bfq:low_latency=0`, see

@@ -138,7 +138,8 @@ impl Kind for Fio {
     type Results = Results;
 
     fn new(suite: &Suite, o: &QemuBench) -> Result<Self> {
-        let workloads = Fio::workloads(suite, o.s.workloads.as_deref())?;
+        let quick = suite.quick_workloads.as_deref().filter(|_| o.s.quick);
+        let workloads = Fio::workloads(suite, o.s.workloads.as_deref().or(quick))?;
         if o.profile && !Path::new(PERF).exists() {
             bail!(
                 "--profile needs {PERF}, which the guest runs from the host's root: \
@@ -428,6 +429,20 @@ mod tests {
         };
         assert!(format!("{e}").contains("--destructive"), "{e}");
         assert!(Fio::for_host(&suite, Some(&named), true).is_ok());
+    }
+
+    #[test]
+    fn quick_runs_the_suites_quick_workloads() {
+        let suite = Suite::load(&crate::util::repo_root(), "hdd-seeks").unwrap();
+        let q = suite.quick_workloads.as_deref();
+        let w = Fio::workloads(&suite, q).unwrap();
+        assert_eq!(
+            w.iter().map(|w| w.name.as_str()).collect::<Vec<_>>(),
+            ["seqread-1", "seqread-4"]
+        );
+        assert_eq!(Fio::workloads(&suite, None).unwrap().len(), 4);
+        let fio = Suite::load(&crate::util::repo_root(), "fio-basic").unwrap();
+        assert!(fio.quick_workloads.is_none());
     }
 
     #[test]
