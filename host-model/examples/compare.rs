@@ -11,39 +11,12 @@
 //! cargo run --release -p ironlift-host-model --example compare
 //! ```
 
-use ironlift_host_model::device::{by_name, Device, Emmc, Fixed, Flash};
-use ironlift_host_model::scenario::{alone_time, fio, run, startup_time, Scheduler};
-use ironlift_host_model::sim::{Machine, SEC};
+mod common;
 
-type MakeDevice = fn() -> Box<dyn Device>;
-
-const DEVICES: [MakeDevice; 6] = [
-    // The guest's nullb-slow, completions up to 20 µs late.
-    || Box::new(Fixed::guest("nullb-slow").with_jitter(20_000)),
-    || Box::new(Flash::nvme()),
-    || Box::new(Flash::sata_ssd()),
-    || Box::new(Emmc::galaxy_s()),
-    // The 7200 rpm disk without command queueing, and with NCQ's 32.
-    || by_name("hdd-7200", Some(1)).expect("a known model"),
-    || by_name("hdd-7200", None).expect("a known model"),
-];
-
-/// The schedulers the tables compare, in their columns' order.
-const SCHEDULERS: [Scheduler; 5] = [
-    Scheduler::None,
-    Scheduler::Deadline,
-    Scheduler::Bfq,
-    Scheduler::As,
-    Scheduler::Cfq,
-];
-
-fn machine(dev: &dyn Device) -> Machine {
-    Machine {
-        sched_tags: (2 * dev.depth()).clamp(64, 256),
-        max_sectors: 255,
-        run_cost: 2_000,
-    }
-}
+use common::{machine, DEVICES, SCHEDULERS};
+use ironlift_host_model::device::Device;
+use ironlift_host_model::scenario::{alone_time, fio, run, startup_time};
+use ironlift_host_model::sim::SEC;
 
 fn main() {
     // As the guest's fio-basic suite: 2 s of ramp, 10 s measured.

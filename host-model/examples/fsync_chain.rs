@@ -10,36 +10,11 @@
 //! cargo run --release -p ironlift-host-model --example fsync_chain [N [WARMUP]]
 //! ```
 
-use ironlift_host_model::device::{by_name, Device, Emmc, Fixed, Flash};
-use ironlift_host_model::scenario::{fsync_chain_time, Scheduler};
-use ironlift_host_model::sim::Machine;
+mod common;
 
-type MakeDevice = fn() -> Box<dyn Device>;
-
-const DEVICES: [MakeDevice; 6] = [
-    || Box::new(Fixed::guest("nullb-slow").with_jitter(20_000)),
-    || Box::new(Flash::nvme()),
-    || Box::new(Flash::sata_ssd()),
-    || Box::new(Emmc::galaxy_s()),
-    || by_name("hdd-7200", Some(1)).expect("a known model"),
-    || by_name("hdd-7200", None).expect("a known model"),
-];
-
-const SCHEDULERS: [Scheduler; 5] = [
-    Scheduler::None,
-    Scheduler::Deadline,
-    Scheduler::Bfq,
-    Scheduler::As,
-    Scheduler::Cfq,
-];
-
-fn machine(dev: &dyn Device) -> Machine {
-    Machine {
-        sched_tags: (2 * dev.depth()).clamp(64, 256),
-        max_sectors: 255,
-        run_cost: 2_000,
-    }
-}
+use common::{machine, DEVICES, SCHEDULERS};
+use ironlift_host_model::device::Device;
+use ironlift_host_model::scenario::fsync_chain_time;
 
 fn main() {
     let arg = |i: usize, default: u32| -> u32 {
