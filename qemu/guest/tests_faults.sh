@@ -429,7 +429,8 @@ fault_alloc() {
 		out "    1..0"
 		return
 	fi
-	scheds=$(fault_scheds)
+	# One line of names: the first case's old scheduler is the last name.
+	scheds=$(echo $(fault_scheds))
 	fault_plan "$(echo $scheds | wc -w)" || return
 	local a
 	for a in $FAILSLAB $FAILPAGE; do
