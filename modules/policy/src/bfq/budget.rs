@@ -110,6 +110,15 @@ impl Ctx<'_> {
         q.budget.saturating_sub(q.service)
     }
 
+    /// Whether queue `qi` has a next request and its budget left covers
+    /// what that request is charged (`bfq_serv_to_charge()` against
+    /// `bfq_bfqq_budget_left()`).
+    #[inline]
+    pub(super) fn next_rq_fits_budget(&self, qi: u32) -> bool {
+        let next = self.q(qi).next_rq;
+        next != NIL && self.charge(next, qi) <= self.budget_left(qi)
+    }
+
     #[inline]
     fn budget_timed_out(&self, qi: u32, now: Nanos) -> bool {
         !matches!(self.q(qi).budget_timeout, Some(t) if now < t)

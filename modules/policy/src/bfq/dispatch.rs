@@ -42,7 +42,7 @@ impl Ctx<'_> {
             }
             let next = self.q(qi).next_rq;
             if next != NIL {
-                if self.charge(next, qi) > self.budget_left(qi) {
+                if !self.next_rq_fits_budget(qi) {
                     self.expire(qi, Expiration::BudgetExhausted, false, now);
                     continue;
                 }

@@ -106,10 +106,7 @@ impl Ctx<'_> {
             for pos in 0..self.s.heap_len[h] {
                 let j = self.heap_at(h, pos);
                 let jq = self.q(j);
-                if j == is || jq.next_rq == NIL || jq.wr_coeff == 1 {
-                    continue;
-                }
-                if self.charge(jq.next_rq, j) > self.budget_left(j) {
+                if j == is || jq.wr_coeff == 1 || !self.next_rq_fits_budget(j) {
                     continue;
                 }
                 // Only one large request at a time on a non-rotational

@@ -134,12 +134,11 @@ impl Ctx<'_> {
         slot.gen = slot.gen.wrapping_add(1);
     }
 
-    /// Whether queue `j` has a next request that its budget left covers
-    /// (and is busy), so that it may be injected.
+    /// Whether queue `j` is busy with a next request that its budget left
+    /// covers, so that it may be injected.
     #[inline]
     fn injectable(&self, j: u32) -> bool {
-        let q = self.q(j);
-        q.busy && q.next_rq != NIL && self.charge(q.next_rq, j) <= self.budget_left(j)
+        self.q(j).busy && self.next_rq_fits_budget(j)
     }
 
     /// While the drive waits for queue `is`, in service: its waker, if it
