@@ -281,17 +281,12 @@ pub fn fsync_chain(transactions: u32, think: Nanos, warmup: u32) -> Vec<Reader> 
         wakes: None,
     };
     let app = Reader {
-        io: Io::Write { sync: true },
-        level: 4,
         start: 1 << 20,
-        bs: 8,
         iodepth: 1,
         submit_cost: think,
-        random_blocks: 0,
         count: transactions,
-        start_at: 0,
-        after: None,
         wakes: Some(0),
+        ..journal
     };
     if warmup == 0 {
         return vec![journal, app];
