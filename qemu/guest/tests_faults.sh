@@ -415,13 +415,17 @@ fault_cpu_hotplug() {
 # - sysfs writes: the same for a write of each tunable's own value, which
 #   must keep that value whether it fails or not;
 # - I/O context creation: short-lived processes reading the device, each
-#   with a fifth of its allocations failing (make-it-fail), so the
+#   with a fifth of its allocations failing (make-it-fail; subshells that
+#   exec nothing, see fault_alloc_case), so the
 #   scheduler meets processes whose io_context or icq could not be made;
 #   a process may fail, the kernel may not.
 # The I/O must verify throughout and the device after; kmemleak, the last
 # test, finds what a failure path leaked.
 FAILSLAB=/sys/kernel/debug/failslab
 FAILPAGE=/sys/kernel/debug/fail_page_alloc
+# Where the failing processes read: past fault_fio_for's 12 rounds (48 MiB,
+# 192 with FAULTS_LONG) on the 256 MiB fault device.
+FAULT_PROC_MB=224
 fault_alloc() {
 	local scheds n=0 s prev
 	if [ ! -d $FAILSLAB ] || [ ! -d $FAILPAGE ] || [ ! -e /proc/thread-self/fail-nth ]; then
@@ -532,13 +536,27 @@ fault_alloc_case() { # n scheduler old-scheduler
 		[ $rc = 0 ] || bad="$bad $(basename "$f")_refused_without_fault"
 	done
 	exec {FNTH_W}>&-
-	# Processes whose allocations fail.
-	local procs i pfailed=0 pids
+	# Processes whose allocations fail: subshells of this shell that read
+	# the device with bash's own `read`, so that nothing but the read runs
+	# with failing allocations. An exec would: its path walk and loader
+	# read the guest's root, the host's over 9p, and a 9p request whose
+	# allocation failed left every later exec failing (EINVAL) in every
+	# process. They share one descriptor, set by dd at FAULT_PROC_MB past
+	# fio's rounds, where a direct write has just put bytes without NULs
+	# (`read -N` skips NULs); each reads the next 8 KiB, and with read-ahead
+	# off each read is requests of its own, made with the process's new
+	# io_context.
+	local procs i pfailed=0 pids ra rfd
 	procs=$(fault_len 40 400)
+	read -r ra < $q/read_ahead_kb
+	echo 0 > $q/read_ahead_kb
+	yes | dd of="$FAULT_DEV" bs=1M seek=$FAULT_PROC_MB count=$(( procs / 128 + 1 )) \
+		iflag=fullblock oflag=direct status=none
+	exec {rfd}<"$FAULT_DEV"
+	dd bs=1M skip=$FAULT_PROC_MB count=0 status=none <&$rfd
 	for a in $FAILSLAB $FAILPAGE; do echo 20 > $a/probability; done
 	for i in $(seq "$procs"); do
-		sh -c 'echo 1 > /proc/self/make-it-fail && exec dd if="$1" of=/dev/null bs=4k count=8 iflag=direct skip="$2" status=none' \
-			sh "$FAULT_DEV" $(( (i % 64) * 1024 )) 2>/dev/null &
+		( echo 1 > /proc/self/make-it-fail && read -r -N 8192 _ <&$rfd ) 2>/dev/null &
 		pids="$pids $!"
 		if [ $((i % 8)) = 0 ]; then
 			for a in $pids; do wait "$a" || pfailed=$((pfailed + 1)); done
@@ -547,6 +565,8 @@ fault_alloc_case() { # n scheduler old-scheduler
 	done
 	for a in $pids; do wait "$a" || pfailed=$((pfailed + 1)); done
 	for a in $FAILSLAB $FAILPAGE; do echo 0 > $a/probability; done
+	exec {rfd}<&-
+	echo "$ra" > $q/read_ahead_kb
 	fault_bg_wait
 	out "    # $s (from $old): switch: $points allocation points tried (every ${step}th), $absorbed absorbed, $kept failed keeping $old, $fellback failed falling back to none, then $( [ $took = 1 ] && echo took || echo 'did not take'); tunables: $wpoints write points, $wfailed failed ($ro read-only ones left out); $procs processes with failing allocations, $pfailed failed; $(fault_totals_line)"
 	fault_case $n "$s" "$bad" eval '[ -z "$bad" ] && [ $took = 1 ] && [ $points -gt 0 ] &&
