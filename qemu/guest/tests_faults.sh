@@ -595,6 +595,18 @@ monitor_ask() {
 	return 1
 }
 
+# Where kernel thread $1 waits: its stack, one line.
+kthread_stack() { # comm
+	local p c
+	for p in /proc/[0-9]*; do
+		read -r c < "$p/comm" 2>/dev/null || continue
+		[ "$c" = "$1" ] || continue
+		tr '\n' ' ' < "$p/stack"
+		return
+	done
+	echo "no $1 thread"
+}
+
 # Waits up to $2 seconds (of the wall clock: an exec of sleep can take half
 # a second on the debug kernel) until block device $1 exists (or, with
 # "gone", until it does not).
@@ -696,7 +708,8 @@ hot_remove_case() { # n name path scheduler
 		bad="$bad add:$(tr '\n' ' ' < /tmp/monitor.err)"
 	elif ! wait_block "$dev" $HOTPLUG_WAIT; then
 		bad="$bad not_back_as_${dev}_after_${HOTPLUG_WAIT}s(/sys/block: $(ls /sys/block | tr '\n' ' ');"
-		bad="$bad $dev: $(cat /sys/block/$dev/dev 2>&1); /dev/$dev: $(ls -l /dev/$dev 2>&1))"
+		bad="$bad $dev: $(cat /sys/block/$dev/dev 2>&1); /dev/$dev: $(ls -l /dev/$dev 2>&1);"
+		bad="$bad kdevtmpfs: $(kthread_stack kdevtmpfs))"
 	else
 		back_s=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
 		set_sched "$path" "$s" || bad="$bad cannot_select_${s}_again"
