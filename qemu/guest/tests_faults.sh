@@ -682,9 +682,12 @@ hot_remove_case() { # n name path scheduler
 	fi
 	errs_before=$(dmesg | grep -i 'i/o error' | grep -vc " $dev")
 	fault_bg_start "$FAULT_DEV" 0 0
+	# allow_file_create=0: a time-based job reopens its file when a pass
+	# ends, and once the disk is gone fio would make /dev/$dev a regular
+	# file, where devtmpfs then cannot put the disk's node back.
 	fio --name=doomed --filename="$path" --direct=1 --ioengine=libaio --rw=randrw \
 		--bs=4k --iodepth=32 --numjobs=2 --size=256M --time_based --runtime=120 \
-		< /dev/null > /tmp/doomed.log 2>&1 &
+		--allow_file_create=0 < /dev/null > /tmp/doomed.log 2>&1 &
 	fio_pid=$!
 	sleep 1
 	local t0=$EPOCHREALTIME gone_s="" back_s=""
@@ -703,6 +706,10 @@ hot_remove_case() { # n name path scheduler
 		kill -9 $fio_pid 2>/dev/null
 	fi
 	wait $fio_pid 2>/dev/null
+	if [ -e "/dev/$dev" ] && [ ! -b "/dev/$dev" ]; then
+		bad="$bad /dev/${dev}_made_a_$(stat -c %F "/dev/$dev" | tr ' ' _)"
+		rm -f "/dev/$dev"
+	fi
 	t0=$EPOCHREALTIME
 	if ! monitor_ask add "$name"; then
 		bad="$bad add:$(tr '\n' ' ' < /tmp/monitor.err)"
