@@ -724,7 +724,7 @@ hot_remove_case() { # n name path scheduler
 	fi
 	fault_bg_wait
 	errs_other=$(( $(dmesg | grep -i 'i/o error' | grep -vc " $dev") - errs_before ))
-	out "    # $dev $s: gone ${gone_s:-?} s after device_del, back ${back_s:-?} s after device_add; removed disk's fio: $(grep -o 'err=[ 0-9]*' /tmp/doomed.log | head -1); I/O errors elsewhere: $errs_other; fault device: $(fault_totals_line)"
+	out "    # $dev $s: gone ${gone_s:-?} s after device_del, back ${back_s:-?} s after device_add; removed disk's fio: $(grep -o 'err=[ 0-9]*' /tmp/doomed.log | head -1 | grep . || tail -1 /tmp/doomed.log); I/O errors elsewhere: $errs_other; fault device: $(fault_totals_line)"
 	fault_case $n "${name}_$s" "$bad" eval '[ -z "$bad" ] && [ $errs_other = 0 ] && fault_io_clean'
 }
 
