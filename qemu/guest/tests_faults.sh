@@ -730,14 +730,16 @@ hot_remove_case() { # n name path scheduler
 
 # --- fault_soak (not in the default list; `cargo xtask test --soak M`):
 # SOAK_MINUTES of verified mixed random reads and writes on the fault
-# device, while one process switches its scheduler (all of fault_scheds)
+# device, while one process switches its scheduler (every elevator)
 # every 0.5 s, one writes its tunables (each one's own value, which must
 # take or find the tunable gone with a switch, and bad values, which must
 # be refused), one changes nr_requests, and waves of short-lived processes
 # do direct I/O beside it. One case.
 fault_soak() {
 	local mins=${SOAK_MINUTES:-30} scheds fio_pid pids="" p
-	scheds=$(fault_scheds)
+	# Every elevator, the C references included, on either kernel: the
+	# switcher's whole point is the transitions between them.
+	scheds=$(FULL_MATRIX=1 fault_scheds)
 	fault_plan 1 || return
 	rm -f /tmp/soak.*
 	fault_bg_start "$FAULT_DEV" $((mins * 60)) 0 --rw=randrw
