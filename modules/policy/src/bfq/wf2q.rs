@@ -391,7 +391,20 @@ impl Ctx<'_> {
     /// Takes off class `c`'s idle tree the queues whose finish the virtual
     /// time reached (`bfq_forget_idle`, all of them rather than one per
     /// call).
+    #[inline(always)]
     pub(super) fn forget_idle(&mut self, c: usize) {
+        // Run at every charge of service, which seldom finds anything to
+        // take off: that test stays in the caller.
+        let h = IDLE_HEAP0 + c;
+        if self.s.heap_len[h] > 0 && !vt_gt(self.q(self.heap_at(h, 0)).idle_finish, self.s.vtime[c])
+        {
+            self.forget_idle_from(c);
+        }
+    }
+
+    /// [`Ctx::forget_idle`] when the top of the idle tree is to go.
+    #[inline(never)]
+    fn forget_idle_from(&mut self, c: usize) {
         let h = IDLE_HEAP0 + c;
         while self.s.heap_len[h] > 0 {
             let top = self.heap_at(h, 0);
