@@ -135,7 +135,11 @@ impl Ctx<'_> {
         }
         self.s.heap_len[h] += 1;
         self.heap_set(h, pos, qi);
-        self.sift_up(h, pos);
+        // Into an empty heap (with a few queues, the usual case) there is
+        // nothing to sift past.
+        if pos > 0 {
+            self.sift_up(h, pos);
+        }
     }
 
     #[inline(always)]
