@@ -207,12 +207,13 @@ impl Ctx<'_> {
         let seeky = dist > SEEK_THR && (!self.s.nonrot || desc.sectors < SECT_THR_NONROT);
         let qm = self.qm(qi);
         qm.seek_history = (qm.seek_history << 1) | seeky as u32;
+        qm.seeky = qm.seek_history.count_ones() > 19;
         qm.last_request_pos = desc.sector.saturating_add(desc.sectors as u64);
     }
 
     #[inline]
     pub(super) fn seeky(&self, qi: u32) -> bool {
-        self.q(qi).seek_history.count_ones() > 19
+        self.q(qi).seeky
     }
 
     // ----- idling and preemption ---------------------------------------------------

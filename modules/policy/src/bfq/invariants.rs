@@ -81,6 +81,9 @@ where
         let qs = self.qs.as_ref();
         let s = &self.st;
         let q: &Queue = &qs[qi as usize].q;
+        if q.seeky != (q.seek_history.count_ones() > 19) {
+            return Err("seekiness differs from the seek history");
+        }
         if q.wc_slot != wanted_slot(q) {
             return Err("queue counted under the wrong weight");
         }

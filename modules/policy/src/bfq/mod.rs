@@ -331,6 +331,10 @@ struct Queue {
     service_from_backlogged: u64,
     softrt_update: bool,
     seek_history: u32,
+    /// More than 19 of the last 32 requests far from their predecessor
+    /// (`BFQQ_SEEKY`): `seek_history`'s count, kept with it, as the
+    /// idling decisions read it several times per request.
+    seeky: bool,
     last_request_pos: Sector,
     /// The weight-count slot this queue is counted in while active (busy
     /// or with requests in flight) and not weight-raised (BFQ's
@@ -611,7 +615,7 @@ where
             budget: q.budget,
             service: q.service,
             max_budget: q.max_budget,
-            seeky: q.seek_history.count_ones() > 19,
+            seeky: q.seeky,
             short_think_time: q.has_short_ttime,
             io_bound: q.io_bound,
             in_large_burst: q.in_large_burst,

@@ -58,6 +58,7 @@ impl Default for Queue {
             service_from_backlogged: 0,
             softrt_update: false,
             seek_history: 0,
+            seeky: false,
             last_request_pos: 0,
             wc_slot: NO_SLOT,
             just_created: true,
