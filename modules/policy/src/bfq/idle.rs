@@ -36,7 +36,7 @@ pub(super) const NO_SLOT: u8 = u8::MAX;
 /// The weight-count slot of a weight: `weight / 10 - 1`, so 0 for the
 /// lightest level (weight 10) up to 7 (weight 80).
 #[inline]
-fn weight_slot(weight: u32) -> u8 {
+pub(super) fn weight_slot(weight: u32) -> u8 {
     ((weight / WEIGHT_CONVERSION_COEFF).clamp(1, WEIGHT_SLOTS as u32) - 1) as u8
 }
 
@@ -46,9 +46,18 @@ fn weight_slot(weight: u32) -> u8 {
 #[inline]
 pub(super) fn wanted_slot(q: &Queue) -> u8 {
     if q.used && (q.busy || q.dispatched > 0) && q.wr_coeff == 1 {
-        weight_slot(q.weight)
+        q.weight_slot
     } else {
         NO_SLOT
+    }
+}
+
+impl Queue {
+    /// Sets the weight, and the weight-count slot that goes with it.
+    #[inline]
+    pub(super) fn set_weight_value(&mut self, w: u32) {
+        self.weight = w;
+        self.weight_slot = weight_slot(w);
     }
 }
 
@@ -228,8 +237,14 @@ impl Ctx<'_> {
         let mask = self.s.weight_mask;
         let slot = self.q(qi).wc_slot;
         let smallest_weight = slot != NO_SLOT && mask.trailing_zeros() == slot as u32;
-        let varied_queue_weights = !smallest_weight && mask.count_ones() > 1;
-        let multiple_classes_busy = self.s.busy_in_class.iter().filter(|&&n| n > 0).count() > 1;
+        // More than one bit set, without counting them.
+        let varied_queue_weights = !smallest_weight && mask & mask.wrapping_sub(1) != 0;
+        let multiple_classes_busy = self
+            .s
+            .busy_in_class
+            .iter()
+            .fold(0u32, |n, &b| n + u32::from(b > 0))
+            > 1;
         varied_queue_weights || multiple_classes_busy
     }
 

@@ -5,7 +5,7 @@
 //! `invariants` feature (in a kernel module, `--cfg 'feature="invariants"'`).
 
 use super::super::intrusive::tree_check;
-use super::idle::{wanted_slot, HW_QUEUE_SAMPLES};
+use super::idle::{wanted_slot, weight_slot, HW_QUEUE_SAMPLES};
 use super::queue::bucket;
 use super::wf2q::{heap_key, vt_gt};
 use super::{
@@ -83,6 +83,9 @@ where
         let q: &Queue = &qs[qi as usize].q;
         if q.seeky != (q.seek_history.count_ones() > 19) {
             return Err("seekiness differs from the seek history");
+        }
+        if q.weight_slot != weight_slot(q.weight) {
+            return Err("weight slot differs from the weight");
         }
         if q.wc_slot != wanted_slot(q) {
             return Err("queue counted under the wrong weight");

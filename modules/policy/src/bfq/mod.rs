@@ -297,7 +297,11 @@ struct Queue {
     new_prio: IoPrio,
     prio_changed: bool,
     orig_weight: u32,
+    /// Set with [`Queue::set_weight_value`], which keeps `weight_slot`.
     weight: u32,
+    /// The weight-count slot of `weight`, kept with it: the weight counts
+    /// are brought in step on nearly every change of a queue's state.
+    weight_slot: u8,
     wr_coeff: u32,
     start: u64,
     finish: u64,

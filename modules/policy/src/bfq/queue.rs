@@ -8,6 +8,7 @@
 //! release of an exited issuer's queue.
 
 use super::super::intrusive::{self, Tree};
+use super::idle::weight_slot;
 use super::{
     Bfq, Ctx, IoPrio, IssuerId, IssuerSlot, List, MergeProbe, Nanos, Op, PrioClass, Queue, ReqSlot,
     RqState, Sector, State, Tag, DEFAULT_WEIGHT, NIL, NO_HEAP, NO_SLOT,
@@ -31,6 +32,7 @@ impl Default for Queue {
             prio_changed: false,
             orig_weight: DEFAULT_WEIGHT,
             weight: DEFAULT_WEIGHT,
+            weight_slot: weight_slot(DEFAULT_WEIGHT),
             wr_coeff: 1,
             start: 0,
             finish: 0,

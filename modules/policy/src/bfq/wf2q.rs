@@ -243,7 +243,7 @@ impl Ctx<'_> {
             let (c, old) = (q.class.index(), q.weight as u64);
             self.s.wsum[c] = self.s.wsum[c].saturating_sub(old) + w as u64;
         }
-        self.qm(qi).weight = w;
+        self.qm(qi).set_weight_value(w);
         self.sync_weight_count(qi);
     }
 
@@ -256,7 +256,7 @@ impl Ctx<'_> {
         q.class = prio.class;
         q.level = prio.level.min(7);
         q.orig_weight = w;
-        q.weight = w.saturating_mul(q.wr_coeff);
+        q.set_weight_value(w.saturating_mul(q.wr_coeff));
         q.prio_changed = false;
         self.sync_weight_count(qi);
     }
@@ -289,7 +289,7 @@ impl Ctx<'_> {
         }
         let wr = self.q(qi).wr_coeff;
         let ow = self.q(qi).orig_weight;
-        self.qm(qi).weight = ow.saturating_mul(wr);
+        self.qm(qi).set_weight_value(ow.saturating_mul(wr));
         let c = self.q(qi).class.index();
         let v = self.s.vtime[c];
         let q = &mut self.qs[qi as usize].q;
