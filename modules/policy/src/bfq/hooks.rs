@@ -81,6 +81,7 @@ impl State {
             raised_idle: 0,
             busy_queues: 0,
             busy_in_class: [0; PrioClass::COUNT],
+            busy_classes: 0,
             wr_busy_queues: 0,
             burst_list: [NIL; LARGE_BURST_THRESH],
             burst_len: 0,

@@ -239,12 +239,8 @@ impl Ctx<'_> {
         let smallest_weight = slot != NO_SLOT && mask.trailing_zeros() == slot as u32;
         // More than one bit set, without counting them.
         let varied_queue_weights = !smallest_weight && mask & mask.wrapping_sub(1) != 0;
-        let multiple_classes_busy = self
-            .s
-            .busy_in_class
-            .iter()
-            .fold(0u32, |n, &b| n + u32::from(b > 0))
-            > 1;
+        let classes = self.s.busy_classes;
+        let multiple_classes_busy = classes & classes.wrapping_sub(1) != 0;
         varied_queue_weights || multiple_classes_busy
     }
 

@@ -154,6 +154,14 @@ where
         if t.busy_in_class != s.busy_in_class {
             return Err("per-class busy counts");
         }
+        let classes =
+            t.busy_in_class
+                .iter()
+                .enumerate()
+                .fold(0u8, |m, (c, &n)| if n > 0 { m | 1 << c } else { m });
+        if classes != s.busy_classes {
+            return Err("busy class mask");
+        }
         if t.weight_count != s.weight_count {
             return Err("weight counts");
         }

@@ -497,6 +497,8 @@ struct State {
     busy_queues: u32,
     /// `bfqd->busy_queues[]`, per class.
     busy_in_class: [u32; PrioClass::COUNT],
+    /// A bit per class with busy queues, for the idling decisions.
+    busy_classes: u8,
     wr_busy_queues: u32,
     // Large-burst detection (`bfq_handle_burst`): the queues of the current
     // burst while it is not large yet (never more than the threshold less

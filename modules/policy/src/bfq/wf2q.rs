@@ -320,6 +320,7 @@ impl Ctx<'_> {
         self.s.wsum[c] = self.s.wsum[c].saturating_add(w);
         self.s.busy_queues += 1;
         self.s.busy_in_class[c] += 1;
+        self.s.busy_classes |= 1 << c;
         self.sync_weight_count(qi);
         self.enqueue_entity(qi);
     }
@@ -346,6 +347,9 @@ impl Ctx<'_> {
         self.s.wsum[c] = self.s.wsum[c].saturating_sub(w);
         self.s.busy_queues = self.s.busy_queues.saturating_sub(1);
         self.s.busy_in_class[c] = self.s.busy_in_class[c].saturating_sub(1);
+        if self.s.busy_in_class[c] == 0 {
+            self.s.busy_classes &= !(1 << c);
+        }
         self.qm(qi).busy = false;
         self.sync_weight_count(qi);
         self.idle_tree_put(qi);
