@@ -335,10 +335,13 @@ impl Ctx<'_> {
     /// expires the in-service queue as of the slice's end.
     #[inline]
     pub(super) fn idle_timer(&mut self, now: Nanos) {
-        let qi = self.s.in_service;
-        if qi != NIL && self.s.wait_request && now >= self.s.idle_deadline {
-            let at = self.s.idle_deadline;
-            self.expire(qi, Expiration::TooIdle, true, at);
+        // Run by every hook: the test that nearly always ends it first.
+        if self.s.wait_request && now >= self.s.idle_deadline {
+            let qi = self.s.in_service;
+            if qi != NIL {
+                let at = self.s.idle_deadline;
+                self.expire(qi, Expiration::TooIdle, true, at);
+            }
         }
     }
 
