@@ -201,7 +201,7 @@ impl Ctx<'_> {
         self.r[b].hhead = x;
     }
 
-    #[inline]
+    #[inline(always)]
     fn hash_remove(&mut self, x: u32) {
         let (p, nx) = (self.rq(x).hprev, self.rq(x).hnext);
         if p != NIL {
