@@ -364,6 +364,7 @@ impl Ctx<'_> {
     /// virtual time passes that finish or it becomes busy again, as C's
     /// idle tree entities count in `st->wsum`. (The virtual time itself
     /// advances by the busy queues' weights only: see the module docs.)
+    #[inline(always)]
     fn idle_tree_put(&mut self, qi: u32) {
         let q = self.q(qi);
         let c = q.class.index();
