@@ -269,7 +269,7 @@ impl Ctx<'_> {
     /// (or many other requests are in the drive), or the scenario is
     /// asymmetric, or it is the only busy queue (kept plugged in case a
     /// lighter queue turns up).
-    #[inline]
+    #[inline(always)]
     pub(super) fn idling_needed_for_service_guarantees(&self, qi: u32) -> bool {
         let q = self.q(qi);
         if q.exited {
