@@ -160,14 +160,22 @@ impl Ctx<'_> {
         }
         let last = len - 1;
         self.s.heap_len[h] = last;
+        // The last entry (with a few queues, usually the only one) leaves
+        // no hole to fill.
         if pos != last {
-            let y = self.heap_at(h, last);
-            self.heap_set(h, pos, y);
-            self.sift_down(h, pos);
-            let p2 = self.q(y).heap_pos;
-            self.sift_up(h, p2);
+            self.heap_refill(h, pos, last);
         }
         self.qs[last as usize].heap[h] = NIL;
+    }
+
+    /// Moves the last entry of heap `h` into the hole at `pos`.
+    #[inline(never)]
+    fn heap_refill(&mut self, h: usize, pos: u32, last: u32) {
+        let y = self.heap_at(h, last);
+        self.heap_set(h, pos, y);
+        self.sift_down(h, pos);
+        let p2 = self.q(y).heap_pos;
+        self.sift_up(h, p2);
     }
 
     /// Puts a busy, not in-service queue into its class's service tree.
