@@ -335,7 +335,7 @@ impl Ctx<'_> {
 
     /// Makes a busy queue idle, remembering its finish time
     /// (`bfq_del_bfqq_busy`).
-    #[inline]
+    #[inline(always)]
     pub(super) fn deactivate(&mut self, qi: u32) {
         if !self.q(qi).busy {
             return;
