@@ -288,7 +288,7 @@ impl Ctx<'_> {
     }
 
     /// Makes an idle queue busy (`bfq_add_bfqq_busy` + activation).
-    #[inline]
+    #[inline(always)]
     pub(super) fn activate(&mut self, qi: u32) {
         self.idle_tree_remove(qi);
         if self.q(qi).prio_changed {
