@@ -329,7 +329,7 @@ impl Ctx<'_> {
     }
 
     /// Unlinks a queued request from its queue (`bfq_remove_request`).
-    #[inline]
+    #[inline(always)]
     pub(super) fn remove_queued(&mut self, x: u32, now: Nanos) {
         let qi = self.rq(x).queue;
         let d = usize::from(self.rq(x).sync);
