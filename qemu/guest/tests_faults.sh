@@ -436,6 +436,12 @@ fault_alloc() {
 	# One line of names: the first case's old scheduler is the last name.
 	scheds=$(echo $(fault_scheds))
 	fault_plan "$(echo $scheds | wc -w)" || return
+	# The memory-backed null_blk allocates a sector's page at its first
+	# write, in the context of whichever process dispatches the request:
+	# a process with failing allocations that runs the queue may dispatch
+	# fio's write, and null_blk then fails it with ENOSPC. Every page
+	# fio's rounds write is therefore allocated here first.
+	dd if=/dev/zero of="$FAULT_DEV" bs=1M count=$FAULT_PROC_MB oflag=direct status=none
 	local a
 	for a in $FAILSLAB $FAILPAGE; do
 		echo 0 > $a/verbose
@@ -732,9 +738,15 @@ hot_remove_case() { # n name path scheduler
 # SOAK_MINUTES of verified mixed random reads and writes on the fault
 # device, while one process switches its scheduler (every elevator)
 # every 0.5 s, one writes its tunables (each one's own value, which must
-# take or find the tunable gone with a switch, and bad values, which must
-# be refused), one changes nr_requests, and waves of short-lived processes
-# do direct I/O beside it. One case.
+# take or find the tunable gone with a switch, and bad values, which every
+# rust-* elevator must refuse), one changes nr_requests, and waves of
+# short-lived processes do direct I/O beside it. One case.
+#
+# The switcher and the tunable writer take turns on /tmp/soak.lock, so
+# that the writer knows which elevator its bad values reach: the C
+# references clamp out-of-range numbers into their bounds rather than
+# refusing them (mq-deadline's STORE_FUNCTION takes -1 as its minimum),
+# which is counted apart and fails nothing.
 fault_soak() {
 	local mins=${SOAK_MINUTES:-30} scheds fio_pid pids="" p
 	# Every elevator, the C references included, on either kernel: the
@@ -755,7 +767,7 @@ fault_soak() {
 	local sw tun procs
 	sw=$(cat /tmp/soak.switch); tun=$(cat /tmp/soak.tunables); procs=$(cat /tmp/soak.procs)
 	out "    # $mins min over $(echo $scheds | wc -w) schedulers: $sw; $tun; $procs; $(fault_totals_line)"
-	fault_case 1 soak "" eval 'grep -q " 0 bad" /tmp/soak.tunables &&
+	fault_case 1 soak "" eval 'grep -q ", 0 bad\$" /tmp/soak.tunables &&
 		grep -q " 0 failed" /tmp/soak.procs && fault_io_clean &&
 		set_sched "$FAULT_DEV" none && quick_verify "$FAULT_DEV" 200'
 	fault_dev_remove
@@ -763,36 +775,48 @@ fault_soak() {
 
 soak_switcher() { # pid scheds
 	local -a all=($2)
-	local n=0 took=0
+	local n=0 took=0 lk
+	exec {lk}> /tmp/soak.lock
 	while kill -0 "$1" 2>/dev/null; do
 		n=$((n + 1))
+		flock "$lk"
 		set_sched "$FAULT_DEV" "${all[RANDOM % ${#all[@]}]}" && took=$((took + 1))
+		flock -u "$lk"
 		sleep 0.5
 	done
+	exec {lk}>&-
 	echo "$took of $n switches took"
 }
 
 soak_tunables() { # pid
-	local q=/sys/block/$FAULT_NULLB/queue good=0 refused=0 bad=0 f v b nr
+	local q=/sys/block/$FAULT_NULLB/queue good=0 refused=0 clamped=0 bad=0 f v b nr s lk
+	exec {lk}> /tmp/soak.lock
 	while kill -0 "$1" 2>/dev/null; do
 		for f in $q/iosched/*; do
 			[ -e "$f" ] || continue
 			v=$(cat "$f" 2>/dev/null) || continue
 			# A read-only one refuses every write.
 			echo "$v" > "$f" 2>/dev/null && good=$((good + 1))
+			# No switch until the bad values are written: they reach s.
+			flock "$lk"
+			s=$(current_sched "$FAULT_DEV")
 			for b in abc -1 99999999999999999999; do
-				if echo "$b" > "$f" 2>/dev/null; then
-					bad=$((bad + 1))
-					echo "soak: $f took '$b'" > /dev/kmsg
-				else
+				if ! echo "$b" > "$f" 2>/dev/null; then
 					refused=$((refused + 1))
+				elif [ "${s#rust-}" = "$s" ]; then
+					clamped=$((clamped + 1))
+				else
+					bad=$((bad + 1))
+					echo "soak: $s: $f took '$b'" > /dev/kmsg
 				fi
 			done
+			flock -u "$lk"
 		done
 		for nr in 8 64 256; do echo $nr > $q/nr_requests 2>/dev/null; sleep 0.1; done
 		sleep 0.3
 	done
-	echo "tunables: $good good writes took, $refused bad ones refused, $bad bad"
+	exec {lk}>&-
+	echo "tunables: $good good writes took, $refused bad ones refused, $clamped taken by a C reference, $bad bad"
 }
 
 soak_procs() { # pid
