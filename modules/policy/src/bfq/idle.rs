@@ -52,6 +52,13 @@ pub(super) fn wanted_slot(q: &Queue) -> u8 {
     }
 }
 
+/// Whether a seek history (a bit per request, set when it was far from its
+/// predecessor) is seeky: more than 19 of the last 32 (`BFQQ_SEEKY`).
+#[inline]
+pub(super) fn seeky_history(history: u32) -> bool {
+    history.count_ones() > 19
+}
+
 impl Queue {
     /// Sets the weight, and the weight-count slot that goes with it.
     #[inline]
@@ -216,7 +223,7 @@ impl Ctx<'_> {
         let seeky = dist > SEEK_THR && (!self.s.nonrot || desc.sectors < SECT_THR_NONROT);
         let qm = self.qm(qi);
         qm.seek_history = (qm.seek_history << 1) | seeky as u32;
-        qm.seeky = qm.seek_history.count_ones() > 19;
+        qm.seeky = seeky_history(qm.seek_history);
         qm.last_request_pos = desc.sector.saturating_add(desc.sectors as u64);
     }
 

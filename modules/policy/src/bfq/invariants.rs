@@ -5,7 +5,7 @@
 //! `invariants` feature (in a kernel module, `--cfg 'feature="invariants"'`).
 
 use super::super::intrusive::tree_check;
-use super::idle::{wanted_slot, weight_slot, HW_QUEUE_SAMPLES};
+use super::idle::{seeky_history, wanted_slot, weight_slot, HW_QUEUE_SAMPLES};
 use super::queue::bucket;
 use super::wf2q::{heap_key, vt_gt};
 use super::{
@@ -81,7 +81,7 @@ where
         let qs = self.qs.as_ref();
         let s = &self.st;
         let q: &Queue = &qs[qi as usize].q;
-        if q.seeky != (q.seek_history.count_ones() > 19) {
+        if q.seeky != seeky_history(q.seek_history) {
             return Err("seekiness differs from the seek history");
         }
         if q.weight_slot != weight_slot(q.weight) {

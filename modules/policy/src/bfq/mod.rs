@@ -335,8 +335,7 @@ struct Queue {
     service_from_backlogged: u64,
     softrt_update: bool,
     seek_history: u32,
-    /// More than 19 of the last 32 requests far from their predecessor
-    /// (`BFQQ_SEEKY`): `seek_history`'s count, kept with it, as the
+    /// [`idle::seeky_history`] of `seek_history`, kept with it: the
     /// idling decisions read it several times per request.
     seeky: bool,
     last_request_pos: Sector,
