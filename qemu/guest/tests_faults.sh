@@ -133,18 +133,22 @@ fault_totals_add() {
 	[ "$F_OK" = 0 ] || T_FIOFAIL=$((T_FIOFAIL + 1))
 }
 
-# Rounds of fault_fio on DEV (4 MiB each, 16 with FAULTS_LONG, cycling
-# through 12 rounds' space from $3 MiB) until $2 seconds have passed, at
+# fault_fio_for's rounds: MiB each, and how many before they cycle.
+fault_round_mb() { fault_len 4 16; }
+FAULT_ROUNDS=12
+
+# Rounds of fault_fio on DEV (fault_round_mb each, cycling through
+# FAULT_ROUNDS rounds' space from $3 MiB) until $2 seconds have passed, at
 # least one, or until /tmp/fault.stop exists when $2 is 0; running totals
 # in T_*.
 fault_fio_for() { # dev secs from_mb [fio options]
 	local dev=$1 secs=$2 from=$3 t_end round=0 mb
 	shift 3
-	mb=$(fault_len 4 16)
+	mb=$(fault_round_mb)
 	t_end=$(( $(date +%s) + secs ))
 	fault_totals_reset
 	while :; do
-		fault_fio "round$round" "$dev" $((from + (round % 12) * mb)) "$mb" "$@"
+		fault_fio "round$round" "$dev" $((from + (round % FAULT_ROUNDS) * mb)) "$mb" "$@"
 		fault_totals_add
 		round=$((round + 1))
 		if [ "$secs" = 0 ]; then
@@ -423,7 +427,7 @@ fault_cpu_hotplug() {
 # test, finds what a failure path leaked.
 FAILSLAB=/sys/kernel/debug/failslab
 FAILPAGE=/sys/kernel/debug/fail_page_alloc
-# Where the failing processes read: past fault_fio_for's 12 rounds (48 MiB,
+# Where the failing processes read: past fault_fio_for's FAULT_ROUNDS rounds (48 MiB,
 # 192 with FAULTS_LONG) on the 256 MiB fault device.
 FAULT_PROC_MB=224
 fault_alloc() {
@@ -441,7 +445,8 @@ fault_alloc() {
 	# a process with failing allocations that runs the queue may dispatch
 	# fio's write, and null_blk then fails it with ENOSPC. Every page
 	# fio's rounds write is therefore allocated here first.
-	dd if=/dev/zero of="$FAULT_DEV" bs=1M count=$FAULT_PROC_MB oflag=direct status=none
+	dd if=/dev/zero of="$FAULT_DEV" bs=1M count=$((FAULT_ROUNDS * $(fault_round_mb))) \
+		oflag=direct status=none
 	local a
 	for a in $FAILSLAB $FAILPAGE; do
 		echo 0 > $a/verbose
