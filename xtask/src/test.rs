@@ -298,11 +298,13 @@ fn guest_tests(
         tests.join(", ")
     ));
     note(&format!("output: {}", out.display()));
+    // The debug kernel's full matrix runs every elevator where the
+    // default runs two: each fault test up to four times longer.
     let timeout = mode.extra_timeout()
-        + if p.kernel.flavor == kernel::Flavor::Debug {
-            1800
-        } else {
-            900
+        + match (p.kernel.flavor, full_matrix) {
+            (kernel::Flavor::Debug, true) => 1800 + 3600,
+            (kernel::Flavor::Debug, false) => 1800,
+            _ => 900,
         };
     let monitor = if hot.is_empty() {
         None
