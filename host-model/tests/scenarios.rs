@@ -121,9 +121,11 @@ fn weights_1_to_2_give_bytes_1_to_2() {
 /// 20 µs late as a guest's timer delivers them: what the scheduler merges
 /// decides the throughput there. In the guest (`cargo xtask test`, the
 /// fairness test's lines, 2026-12-02): mq-deadline 40-51 MB/s in 56-61 KiB
-/// requests at 1:1, rust-bfq 11 MB/s in 17 KiB requests at 2.0; the model
-/// gives deadline 46 MB/s in 45 KiB. Without the jitter the model's two
-/// device slots stay in step and every scheduler sends 16 KiB.
+/// requests at 1:1, rust-bfq without its merge wait 11 MB/s in 17 KiB
+/// requests at 2.0; the model gives deadline 46 MB/s in 45 KiB, BFQ 56
+/// MB/s in 64 KiB at 2.0 with the merge wait (16.8 in 16.5 without).
+/// Without the jitter the model's two device slots stay in step and
+/// deadline sends 16 KiB.
 #[test]
 fn fairness_device_merges_as_in_the_guest() {
     let m = fairness_machine();
@@ -158,7 +160,7 @@ fn fairness_device_merges_as_in_the_guest() {
         d.kib_per_request()
     );
     assert!(
-        b.kib_per_request() < 20.0,
+        b.kib_per_request() > 40.0,
         "bfq {:.1} KiB",
         b.kib_per_request()
     );
@@ -338,8 +340,8 @@ fn startup_under_readers_bfq_near_alone_deadline_not() {
     assert!(bx < 1.15, "bfq {bx:.2} x alone");
     assert!(dx > 1.8, "deadline {dx:.2} x alone");
     // Idling for the application is what brings it to the floor: without
-    // it (weight raising alone) each of its reads waits for the readers'
-    // requests in the device (1.43 x alone).
+    // it (weight raising alone) its reads wait for the readers' requests
+    // in the device (1.20 x alone).
     let no_idle = |m: &Machine, d: &dyn Device, n| {
         let mut b = bfq(m, d, n);
         b.set_tunable("slice_idle", "0").unwrap();
@@ -351,7 +353,7 @@ fn startup_under_readers_bfq_near_alone_deadline_not() {
         "bfq with slice_idle 0: {:.0} ms ({nx:.2} x alone)",
         ms(n_loaded)
     );
-    assert!(nx > 1.3, "bfq without idling {nx:.2} x alone");
+    assert!(nx > 1.15, "bfq without idling {nx:.2} x alone");
 }
 
 #[test]

@@ -739,3 +739,99 @@ fn completion_after_a_withheld_dispatch_runs_now() {
     assert_eq!(b.after_completion(), AfterCompletion::Nothing);
     assert_eq!(tag_of(b.dispatch(MS)), 1 - first);
 }
+
+// ---------------------------------------------------------------------------
+// Holding the queue in service's next request for merges.
+
+/// Issuer 0 sequential on a device of depth 2, one request in flight:
+/// its next request arrives at `now`.
+fn one_in_flight_one_queued(now: Nanos) -> B {
+    let mut b = plain(8, 2);
+    b.set_device_depth(2);
+    b.insert(0, &read(0, 0, 32), false, 0);
+    assert_eq!(b.dispatch(0), Dispatch::Request(0));
+    b.insert(1, &read(0, 32, 32), false, now);
+    b
+}
+
+#[test]
+fn next_request_waits_for_merges_before_taking_the_last_slot() {
+    // Issuer 0 has a request on the device and sends its next one: it
+    // waits 250 us for the bios that follow, not taking the free slot.
+    let t0 = 10_000;
+    let mut b = one_in_flight_one_queued(t0);
+    assert_eq!(b.dispatch(t0), Dispatch::IdleUntil(t0 + 250_000));
+    // A bio merged meanwhile: another 250 us from the look that saw it.
+    b.back_merged(1, 64);
+    assert_eq!(b.dispatch(t0 + 250_000), Dispatch::IdleUntil(t0 + 500_000));
+    // Grown again, and again: never past 1 ms from its arrival.
+    b.back_merged(1, 96);
+    assert_eq!(b.dispatch(t0 + 500_000), Dispatch::IdleUntil(t0 + 750_000));
+    b.back_merged(1, 128);
+    assert_eq!(
+        b.dispatch(t0 + 750_000),
+        Dispatch::IdleUntil(t0 + 1_000_000)
+    );
+    b.back_merged(1, 160);
+    assert_eq!(b.dispatch(t0 + 1_000_000), Dispatch::Request(1));
+}
+
+#[test]
+fn a_held_request_goes_once_it_stops_growing_or_its_queue_empties_the_device() {
+    // No merge since the last look: it goes.
+    let t0 = 10_000;
+    let mut b = one_in_flight_one_queued(t0);
+    assert_eq!(b.dispatch(t0), Dispatch::IdleUntil(t0 + 250_000));
+    assert_eq!(b.dispatch(t0 + 250_000), Dispatch::Request(1));
+    // The request in flight completes first: nothing of the queue is on
+    // the device, and the completion asks for a run.
+    let mut b = one_in_flight_one_queued(t0);
+    assert_eq!(b.dispatch(t0), Dispatch::IdleUntil(t0 + 250_000));
+    b.completed(0, t0 + 100_000);
+    assert_eq!(b.after_completion(), AfterCompletion::RunNow);
+    assert_eq!(b.dispatch(t0 + 100_000), Dispatch::Request(1));
+}
+
+#[test]
+fn no_hold_where_the_device_has_room_or_its_depth_is_unknown_or_one() {
+    let t0 = 10_000;
+    for depth in [0, 1, 3, 32] {
+        let mut b = plain(8, 2);
+        b.set_device_depth(depth);
+        b.insert(0, &read(0, 0, 32), false, 0);
+        assert_eq!(b.dispatch(0), Dispatch::Request(0));
+        b.insert(1, &read(0, 32, 32), false, t0);
+        assert_eq!(b.dispatch(t0), Dispatch::Request(1), "depth {depth}");
+    }
+    // Nothing of the queue in flight: its first request goes at once.
+    let mut b = plain(8, 2);
+    b.set_device_depth(2);
+    b.insert(0, &read(0, 0, 32), false, 0);
+    assert_eq!(b.dispatch(0), Dispatch::Request(0));
+    // Weight-raised: raised for its latency, not held.
+    let mut b = bfq(8, 2);
+    b.set_device_depth(2);
+    b.insert(0, &read(0, 0, 32), false, 0);
+    assert_eq!(b.dispatch(0), Dispatch::Request(0));
+    b.insert(1, &read(0, 32, 32), false, t0);
+    assert!(b.weight_raised_busy());
+    assert_eq!(b.dispatch(t0), Dispatch::Request(1));
+}
+
+#[test]
+fn a_seeky_queue_is_not_held() {
+    let mut b = plain(64, 2);
+    b.set_device_depth(2);
+    let mut now = 0;
+    // 24 reads far apart, one at a time: the queue turns seeky.
+    for k in 0..24u64 {
+        b.insert(0, &read(0, k * 1_000_000, 8), false, now);
+        assert_eq!(b.dispatch(now), Dispatch::Request(0));
+        now += 100_000;
+        b.completed(0, now);
+    }
+    b.insert(0, &read(0, 1 << 30, 8), false, now);
+    assert_eq!(b.dispatch(now), Dispatch::Request(0));
+    b.insert(1, &read(0, (1 << 30) + 8, 8), false, now + 10_000);
+    assert_eq!(b.dispatch(now + 10_000), Dispatch::Request(1));
+}

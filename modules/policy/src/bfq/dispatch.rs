@@ -6,7 +6,20 @@
 //! woken queue's or other queues' requests injected meanwhile.
 
 use super::budget::Expiration;
-use super::{Ctx, Dispatch, Nanos, PrioClass, RqState, Tag, NIL};
+use super::{Ctx, Dispatch, Nanos, PrioClass, RqState, Tag, NIL, NSEC_PER_USEC};
+
+/// How long the queue in service's next request may wait in the scheduler
+/// for the bios that follow it before it takes the device's last free
+/// slot, and again each time one has merged into it meanwhile; see
+/// [`Ctx::merge_hold`].
+pub(super) const MERGE_HOLD: Nanos = 250 * NSEC_PER_USEC;
+
+/// The longest that wait may last from the request's arrival.
+pub(super) const MERGE_HOLD_MAX: Nanos = 1000 * NSEC_PER_USEC;
+
+/// The deepest device on which it waits: one whose every slot is a large
+/// share of what it can do.
+pub(super) const MERGE_HOLD_DEPTH: u32 = 4;
 
 impl Ctx<'_> {
     pub(super) fn dispatch(&mut self, now: Nanos) -> Dispatch {
@@ -47,6 +60,9 @@ impl Ctx<'_> {
                     continue;
                 }
                 self.s.wait_request = false;
+                if let Some(until) = self.merge_hold(qi, next, now) {
+                    return Dispatch::IdleUntil(until);
+                }
                 return Dispatch::Request(self.dispatch_from(qi, now));
             }
             if let Some(d) = self.wait_for(qi, now) {
@@ -54,6 +70,58 @@ impl Ctx<'_> {
             }
         }
         Dispatch::Empty
+    }
+
+    /// Until when request `x`, the only one queued of `qi` (in service),
+    /// stays in the scheduler so that the queue's next bios merge into it,
+    /// or `None` to dispatch it now.
+    ///
+    /// On a shallow device the queue in service would otherwise send each
+    /// request to the device the moment it arrives: with the other queues'
+    /// waiting requests holding the remaining scheduler tags, each of its
+    /// requests is one bio, and a device that takes the same time whatever
+    /// the size moves a third of what it moves with the bios merged (the
+    /// guest's fairness test: 17 KiB requests where mq-deadline's are 61).
+    /// So while the queue has a request in flight and this one would take
+    /// the device's last free slot, the request waits [`MERGE_HOLD`] from
+    /// its arrival, and [`MERGE_HOLD`] more at each look that finds it
+    /// grown, up to [`MERGE_HOLD_MAX`]: the device keeps the queue's
+    /// other request, and the wait ends once the process stops sending.
+    /// Not for a seeky queue (its bios do not merge), nor a weight-raised
+    /// one (raised for its latency), nor when the depth is not known or is
+    /// 1 (a request then waits for the device anyway), nor on a device
+    /// deeper than [`MERGE_HOLD_DEPTH`], where a slot held empty costs
+    /// more than the merges bring (in the host model's SATA SSD, depth
+    /// 32, two sequential readers lost 7 %). Service is still charged in
+    /// sectors, so the weights' proportions do not move.
+    #[inline]
+    fn merge_hold(&mut self, qi: u32, x: u32, now: Nanos) -> Option<Nanos> {
+        let s = &self.s;
+        if !(2..=MERGE_HOLD_DEPTH).contains(&s.device_depth) || s.in_driver + 1 < s.device_depth {
+            return None;
+        }
+        let q = self.q(qi);
+        if q.dispatched == 0 || q.queued != 1 || q.wr_coeff > 1 || self.seeky(qi) {
+            return None;
+        }
+        let r = self.rq(x);
+        let (arrival, sectors) = (
+            r.fifo_time
+                .saturating_sub(s.fifo_expire[usize::from(r.sync)]),
+            r.sectors,
+        );
+        let mut until = arrival.saturating_add(MERGE_HOLD);
+        if self.s.hold_rq == x && now >= until {
+            if self.s.hold_sectors == sectors {
+                return None;
+            }
+            until = now
+                .saturating_add(MERGE_HOLD)
+                .min(arrival.saturating_add(MERGE_HOLD_MAX));
+        }
+        self.s.hold_rq = x;
+        self.s.hold_sectors = sectors;
+        (now < until).then_some(until)
     }
 
     /// The request inserted at head longest ago, if any: it goes before

@@ -97,6 +97,8 @@ impl State {
             hw_tag: -1,
             max_rq_in_driver: 0,
             device_depth: 0,
+            hold_rq: NIL,
+            hold_sectors: 0,
             hw_tag_samples: 0,
             disp: List::EMPTY,
             disp_len: 0,

@@ -524,6 +524,9 @@ struct State {
     max_rq_in_driver: u32,
     /// Requests the device itself can hold (0: not known).
     device_depth: u32,
+    /// The request [`Ctx::merge_hold`] last held, and its size then.
+    hold_rq: u32,
+    hold_sectors: u32,
     hw_tag_samples: u32,
     /// Requests inserted at head, in dispatch order.
     disp: List,
