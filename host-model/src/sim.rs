@@ -106,7 +106,8 @@ pub struct Reader {
     /// 128 sectors (log-uniform), each after the previous one completed
     /// and `submit_cost` of CPU, starting at `start_at`. 0: a greedy reader.
     pub count: u32,
-    /// When an application starts (with `after`, how long after).
+    /// When an application or a greedy reader starts (an application with
+    /// `after`: how long after).
     pub start_at: Nanos,
     /// An application that starts `start_at` after reader `after` is done
     /// (instead of at `start_at`).
@@ -220,6 +221,10 @@ pub struct Sim<P: SchedPolicy> {
     restart: bool,
     timer_gen: u64,
     timer_at: Option<Nanos>,
+    /// The most the idle timer fires late ([`Sim::set_timer_late`]), and
+    /// the generator of how late each firing is.
+    timer_late: Nanos,
+    timer_rng: u64,
     delayed_gen: u64,
     /// The readers, in the order given.
     pub readers: Vec<ReaderState>,
@@ -334,6 +339,8 @@ impl<P: SchedPolicy> Sim<P> {
             restart: false,
             timer_gen: 0,
             timer_at: None,
+            timer_late: 0,
+            timer_rng: 0x2545_F491_4F6C_DD1D,
             delayed_gen: 0,
             readers: readers
                 .iter()
@@ -369,10 +376,18 @@ impl<P: SchedPolicy> Sim<P> {
                     s.at(cfg.start_at, Ev::Submit(r));
                 }
             } else {
-                s.schedule_submit(r);
+                s.submit_in(r, cfg.start_at + cfg.submit_cost);
             }
         }
         s
+    }
+
+    /// Makes the idle timer (which also runs the reruns a policy asks for
+    /// at once) fire up to `late` after the time it was armed for, drawn
+    /// evenly in `0..late` (deterministic): a guest on a loaded host,
+    /// whose vCPUs see their hrtimers late.
+    pub fn set_timer_late(&mut self, late: Nanos) {
+        self.timer_late = late;
     }
 
     /// The policy.
@@ -593,7 +608,15 @@ impl<P: SchedPolicy> Sim<P> {
         self.timer_gen += 1;
         self.timer_at = Some(at);
         let g = self.timer_gen;
-        self.at(at.max(self.now), Ev::Timer(g));
+        let late = if self.timer_late == 0 {
+            0
+        } else {
+            self.timer_rng ^= self.timer_rng << 13;
+            self.timer_rng ^= self.timer_rng >> 7;
+            self.timer_rng ^= self.timer_rng << 17;
+            self.timer_rng % self.timer_late
+        };
+        self.at(at.max(self.now) + late, Ev::Timer(g));
     }
 
     fn start_on_device(&mut self, t: usize) -> bool {
