@@ -17,24 +17,9 @@
 #include <trace/events/block.h>
 #include "../../block/blk.h"
 
-bool rust_helper_rq_mergeable(struct request *rq)
-{
-	return rq_mergeable(rq);
-}
-
 bool rust_helper_blk_discard_mergable(struct request *req)
 {
 	return blk_discard_mergable(req);
-}
-
-bool rust_helper_op_is_sync(blk_opf_t op)
-{
-	return op_is_sync(op);
-}
-
-unsigned short rust_helper_req_get_ioprio(struct request *req)
-{
-	return req_get_ioprio(req);
 }
 
 void rust_helper_trace_block_rq_insert(struct request *rq)

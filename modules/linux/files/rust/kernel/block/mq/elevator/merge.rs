@@ -108,6 +108,36 @@ unsafe fn init_list_head(head: *mut bindings::list_head) {
     }
 }
 
+/// `list_del_init()`, without a call where the kernel checks no list
+/// operation (`CONFIG_DEBUG_LIST`, `CONFIG_LIST_HARDENED`): two loads and
+/// four stores.
+///
+/// # Safety
+///
+/// `entry` must be on a well-formed list, valid for reads and writes, as
+/// must its neighbours, and the caller must own the list.
+#[inline]
+unsafe fn list_del_init(entry: *mut bindings::list_head) {
+    #[cfg(any(CONFIG_DEBUG_LIST, CONFIG_LIST_HARDENED))]
+    {
+        // SAFETY: As required by the caller.
+        unsafe { bindings::list_del_init(entry) };
+    }
+    #[cfg(not(any(CONFIG_DEBUG_LIST, CONFIG_LIST_HARDENED)))]
+    {
+        // SAFETY: `entry` and its neighbours are valid (safety
+        // requirements): `__list_del_entry()` (the volatile write is its
+        // `WRITE_ONCE()`), then `INIT_LIST_HEAD()`.
+        unsafe {
+            let next = (*entry).next;
+            let prev = (*entry).prev;
+            (*next).prev = prev;
+            ptr::write_volatile(&raw mut (*prev).next, next);
+            init_list_head(entry);
+        }
+    }
+}
+
 /// `list_empty()`, without a call (one load).
 ///
 /// # Safety
@@ -197,7 +227,7 @@ impl FreeList {
                     __bindgen_anon_1.queuelist
                 ) as *mut bindings::request);
                 if rq.held_state() != RQ_NOT_HELD {
-                    bindings::list_del_init(pos);
+                    list_del_init(pos);
                 }
                 pos = next;
             }
@@ -222,7 +252,7 @@ impl FreeList {
             let head = &raw mut (*this).head;
             while !list_is_empty(head) {
                 let pos = (*head).next;
-                bindings::list_del_init(pos);
+                list_del_init(pos);
                 bindings::blk_mq_free_request(container_of!(
                     pos,
                     bindings::request,
@@ -254,7 +284,7 @@ impl<T: Elevator> Iterator for Insertion<'_, T> {
                 return None;
             }
             let pos = (*self.list).next;
-            bindings::list_del_init(pos);
+            list_del_init(pos);
             let rq = container_of!(pos, bindings::request, __bindgen_anon_1.queuelist)
                 as *mut bindings::request;
             RequestRef::from_raw(rq).set_held_state(RQ_HELD);
@@ -350,7 +380,7 @@ impl<T: Elevator> Insertion<'_, T> {
         // the hash, `last_merge` and `rq_flags & RQF_HASHED`. `p` is a held
         // request of this queue.
         unsafe {
-            if (*p).rq_flags & bindings::RQF_HASHED != 0 || !bindings::rq_mergeable(p) {
+            if (*p).rq_flags & bindings::RQF_HASHED != 0 || !rq.is_mergeable() {
                 return;
             }
             bindings::elv_rqhash_add(self.data.queue, p);

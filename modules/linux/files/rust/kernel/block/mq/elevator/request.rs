@@ -59,12 +59,8 @@ impl OpFlags {
     /// Whether the issuer waits for it (`op_is_sync()`).
     #[inline]
     pub fn is_sync(self) -> bool {
-        // `op_is_sync()` is true for every read: answer those without a call.
-        if self.op() == ReqOp::Read {
-            return true;
-        }
-        // SAFETY: Pure function of its argument.
-        unsafe { bindings::op_is_sync(self.0) }
+        self.0 & bindings::REQ_OP_MASK == bindings::req_op_REQ_OP_READ
+            || self.0 & (bindings::REQ_SYNC | bindings::REQ_FUA | bindings::REQ_PREFLUSH) != 0
     }
 
     /// Whether data moves to the device (`op_is_write()`).
@@ -157,11 +153,44 @@ impl RequestRef {
         self.opf().is_sync()
     }
 
-    /// The I/O priority (`req_get_ioprio()`).
+    /// The I/O priority (`req_get_ioprio()`): its first bio's, 0 without
+    /// a bio.
     #[inline]
     pub fn ioprio(&self) -> u16 {
-        // SAFETY: The request is live; `req_get_ioprio()` only reads it.
-        unsafe { bindings::req_get_ioprio(self.as_ptr()) }
+        // SAFETY: The request is live. Its first bio changes only by a
+        // front merge, which the block layer makes under the elevator lock
+        // that every hook seeing a held request holds (type invariants);
+        // a bio is live while it is attached to a live request.
+        unsafe {
+            let bio = (*self.as_ptr()).bio;
+            if bio.is_null() {
+                0
+            } else {
+                (*bio).bi_ioprio
+            }
+        }
+    }
+
+    /// Whether the request may be merged with others (`rq_mergeable()`).
+    #[inline]
+    pub(super) fn is_mergeable(&self) -> bool {
+        let opf = self.opf().raw();
+        let op = opf & bindings::REQ_OP_MASK;
+        if matches!(
+            op,
+            bindings::req_op_REQ_OP_DRV_IN
+                | bindings::req_op_REQ_OP_DRV_OUT
+                | bindings::req_op_REQ_OP_FLUSH
+                | bindings::req_op_REQ_OP_WRITE_ZEROES
+                | bindings::req_op_REQ_OP_ZONE_APPEND
+        ) {
+            return false;
+        }
+        // SAFETY: The request is live; `rq_flags` changes under the
+        // elevator lock (`RQF_HASHED`) or before the request reaches the
+        // scheduler, and the caller holds the lock.
+        let flags = unsafe { (*self.as_ptr()).rq_flags };
+        opf & bindings::REQ_NOMERGE_FLAGS == 0 && flags & bindings::RQF_NOMERGE_FLAGS == 0
     }
 
     /// The scheduler tag (`internal_tag`), unique within its hardware queue
