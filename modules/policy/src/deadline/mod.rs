@@ -433,13 +433,16 @@ where
         if let Some(x) = self.dispatch_aged(now) {
             return self.start(x);
         }
+        // A level that owns no request has none queued: it is passed
+        // over without a look. The first that owns one decides.
         for level in 0..LEVELS {
+            if self.owned[level] == 0 {
+                continue;
+            }
             if let Some(x) = self.dispatch_level(level, now, now) {
                 return self.start(x);
             }
-            if self.owned[level] != 0 {
-                break;
-            }
+            break;
         }
         Dispatch::Empty
     }
