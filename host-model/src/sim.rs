@@ -340,7 +340,7 @@ impl<P: SchedPolicy> Sim<P> {
             timer_gen: 0,
             timer_at: None,
             timer_late: 0,
-            timer_rng: 0x2545_F491_4F6C_DD1D,
+            timer_rng: 1,
             delayed_gen: 0,
             readers: readers
                 .iter()
@@ -611,10 +611,8 @@ impl<P: SchedPolicy> Sim<P> {
         let late = if self.timer_late == 0 {
             0
         } else {
-            self.timer_rng ^= self.timer_rng << 13;
-            self.timer_rng ^= self.timer_rng >> 7;
-            self.timer_rng ^= self.timer_rng << 17;
-            self.timer_rng % self.timer_late
+            self.timer_rng = crate::lcg_next(self.timer_rng);
+            (self.timer_rng >> 33) % self.timer_late
         };
         self.at(at.max(self.now) + late, Ev::Timer(g));
     }
