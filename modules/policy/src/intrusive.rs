@@ -228,7 +228,7 @@ impl<N: TreeNode> Tree<'_, N> {
 
     /// Inserts `x`, in no tree, with heap priority `prio`, after the nodes
     /// of equal key.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn insert(&mut self, x: u32, prio: u32) {
         *self.links_mut(x) = TreeLinks {
             child: [NIL; 2],

@@ -387,32 +387,38 @@ where
     fn insert(&mut self, tag: Tag, desc: &RequestDesc, at_head: bool, now: Nanos) {
         let Some(x) = self.check(tag) else { return };
         let level = desc.prio.class.index();
-        match self.at(x).state {
+        let dir = desc.op.dir();
+        let fifo_time = if at_head {
+            now
+        } else {
+            now.wrapping_add(self.fifo_expire[dir])
+        };
+        // One look at the slot for its state and its fields.
+        let s = self.at_mut(x);
+        let new = match s.state {
             State::AtHead | State::Sorted => return,
-            State::Free => {
-                self.owned[level] = self.owned[level].wrapping_add(1);
-                self.at_mut(x).owner = level as u8;
-            }
-            State::Dispatched | State::Requeued => {}
+            State::Free => true,
+            State::Dispatched | State::Requeued => false,
+        };
+        if new {
+            s.owner = level as u8;
         }
-        {
-            let s = self.at_mut(x);
-            s.sector = desc.sector;
-            s.op = desc.op;
-            s.prio = desc.prio;
+        s.sector = desc.sector;
+        s.op = desc.op;
+        s.prio = desc.prio;
+        s.fifo_time = fifo_time;
+        s.state = if at_head {
+            State::AtHead
+        } else {
+            State::Sorted
+        };
+        if new {
+            self.owned[level] = self.owned[level].wrapping_add(1);
         }
         if at_head {
-            let s = self.at_mut(x);
-            s.state = State::AtHead;
-            s.fifo_time = now;
             self.dispatch.insert_after(self.storage.as_mut(), NIL, x);
         } else {
             self.rng ^= now;
-            let dir = desc.op.dir();
-            let expire = self.fifo_expire[dir];
-            let s = self.at_mut(x);
-            s.state = State::Sorted;
-            s.fifo_time = now.wrapping_add(expire);
             let q = level * DIRS + dir;
             self.tree_insert(q, x);
             self.fifos[q].push_back(self.storage.as_mut(), x);

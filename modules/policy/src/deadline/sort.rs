@@ -10,26 +10,28 @@
 //! dispatched from it (C's `deadline_from_pos()`), up to date on every
 //! change, so that a batch goes on in O(1).
 
-use super::super::intrusive::{tree_lower_bound, tree_next, Tree};
+use super::super::intrusive::{tree_is_sole, tree_lower_bound, tree_next, Tree};
 use super::{Deadline, Dispatch, Sector, Slot, State, Tag, LEVELS, NIL};
 
 impl<S> Deadline<S>
 where
     S: AsRef<[Slot]> + AsMut<[Slot]>,
 {
-    /// The next heap priority for a sort tree node: a splitmix64 counter,
-    /// with the caller's clock mixed in at insertions.
+    /// The next heap priority for a sort tree node: a Weyl sequence
+    /// (with the caller's clock mixed in at insertions) through one
+    /// xor-shift and multiply, the high half. A treap needs priorities
+    /// that do not follow the keys, not statistical quality; the order
+    /// of the requests does not depend on them.
     #[inline]
     fn next_heap(&mut self) -> u32 {
         self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.rng;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        ((z ^ (z >> 31)) >> 32) as u32
+        let z = self.rng;
+        ((z ^ (z >> 32)).wrapping_mul(0xD6E8_FEB8_6659_FD93) >> 32) as u32
     }
 
     /// Puts `x` into sort tree `tree`, keeping `next_rq` the first request
     /// at or after `latest_pos`.
+    #[inline(always)]
     pub(super) fn tree_insert(&mut self, tree: usize, x: u32) {
         let prio = self.next_heap();
         Tree {
@@ -68,7 +70,7 @@ where
 
     /// Takes a queued request off every structure (C's
     /// `deadline_remove_request()`); its state is left to the caller.
-    #[inline]
+    #[inline(always)]
     pub(super) fn unqueue(&mut self, x: u32) {
         let s = *self.at(x);
         match s.state {
@@ -76,7 +78,15 @@ where
             State::Sorted => {
                 let q = s.queue();
                 self.fifos[q].remove(self.storage.as_mut(), x);
-                self.tree_remove(q, x);
+                if tree_is_sole(self.slots(), self.trees[q], x) {
+                    // The only request of its tree (on a fast device,
+                    // nearly every one): no successor to look for, no
+                    // subtrees to merge.
+                    self.trees[q] = NIL;
+                    self.next_rq[q] = NIL;
+                } else {
+                    self.tree_remove(q, x);
+                }
             }
             _ => return,
         }
