@@ -99,7 +99,7 @@ impl<S: AsRef<[AtomicU64]>> CompletionLog<S> {
             let first = summary.trailing_zeros() as usize;
             summary &= summary - 1;
             // Words `first`, `first + 64`, ... (only `first` for up to
-            // 4096 tags).
+            // 4096 tags, which is told without a second look).
             let mut w = first;
             while let Some(word) = words.get(w) {
                 let mut bits = word.swap(0, Ordering::Acquire);
@@ -107,6 +107,9 @@ impl<S: AsRef<[AtomicU64]>> CompletionLog<S> {
                     let b = bits.trailing_zeros() as usize;
                     bits &= bits - 1;
                     f(w * 64 + b);
+                }
+                if words.len() <= 64 {
+                    break;
                 }
                 w += 64;
             }

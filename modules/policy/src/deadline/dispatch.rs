@@ -71,7 +71,19 @@ where
     }
 
     /// C's `dd_dispatch_prio_aged_requests()`.
+    #[inline]
     pub(super) fn dispatch_aged(&mut self, now: Nanos) -> Option<u32> {
+        // Aging needs two levels owning requests: none but the best-effort
+        // one (nearly always) is told by one look at the other two.
+        let be = PrioClass::BestEffort.index();
+        if self
+            .owned
+            .iter()
+            .enumerate()
+            .all(|(level, &n)| level == be || n == 0)
+        {
+            return None;
+        }
         let levels = self.owned.iter().filter(|&&n| n != 0).count();
         if levels < 2 {
             return None;
