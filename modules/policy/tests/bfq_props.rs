@@ -515,7 +515,10 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
 
     /// Equal-weight, always-backlogged issuers get the same service: Jain's
-    /// index >= 0.95 and every share within 5 % of the mean.
+    /// index >= 0.95 and every share within 5 % of the mean, or within two
+    /// of the largest budget (BFQ's lag bound is in budgets: at either end
+    /// of the window a queue may be a slot ahead, which on a slow device
+    /// with small requests is more than 5 % of 20 s).
     #[test]
     fn equal_weights_get_equal_service(
         issuers in 2usize..7,
@@ -537,9 +540,18 @@ proptest! {
         let got = sim.sectors_until(32_000 * MS);
         let j = jain(&got);
         let mean = got.iter().sum::<f64>() / got.len() as f64;
-        let worst = got.iter().map(|g| (g - mean).abs() / mean).fold(0.0, f64::max);
+        let worst = got.iter().map(|g| (g - mean).abs()).fold(0.0, f64::max);
+        let budget = (0..issuers)
+            .map(|i| sim.b.issuer_info(i).max_budget)
+            .max()
+            .unwrap_or(0) as f64;
+        let bound = (0.05 * mean).max(2.0 * budget);
         prop_assert!(j >= 0.95, "jain {} {:?}", j, got);
-        prop_assert!(worst <= 0.05, "worst deviation {} {:?}", worst, got);
+        prop_assert!(
+            worst <= bound,
+            "worst deviation {} sectors, bound {} (mean {}, max budget {}) {:?}",
+            worst, bound, mean, budget, got
+        );
     }
 
     /// Levels 6, 4 and 0 (weights 20, 40, 80) share the device 1:2:4,
