@@ -230,8 +230,8 @@ where
     owned: [u32; LEVELS],
     /// Requests waiting in the scheduler.
     queued: usize,
-    /// Treap priority generator state (a splitmix64 counter, with the
-    /// caller's clock mixed in so the shapes are hard to predict).
+    /// Treap priority generator state (a Weyl sequence, with the caller's
+    /// clock mixed in so the shapes are hard to predict).
     rng: u64,
     fifo_expire: [Nanos; DIRS],
     fifo_batch: u32,
