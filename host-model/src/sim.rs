@@ -437,12 +437,16 @@ impl<P: SchedPolicy> Sim<P> {
         }
     }
 
-    /// Runs the events up to `until`.
+    /// Runs the events up to `until`; later ones stay for the next call.
     pub fn run(&mut self, until: Nanos) {
-        while let Some(Reverse((t, _, ev))) = self.events.pop() {
-            if t > until {
+        while self
+            .events
+            .peek()
+            .is_some_and(|Reverse((t, _, _))| *t <= until)
+        {
+            let Some(Reverse((t, _, ev))) = self.events.pop() else {
                 break;
-            }
+            };
             self.sample(t);
             self.now = t;
             match ev {

@@ -526,3 +526,36 @@ fn fairness_holds_with_late_timers_and_a_late_reader() {
         assert!(mb_s > 35.0, "{mb_s:.1} MB/s");
     }
 }
+
+/// `Sim::run` in steps runs the same events as in one call: an event due
+/// after a step's end waits for the next step.
+#[test]
+fn running_in_steps_is_running_at_once() {
+    let m = fairness_machine();
+    let readers = [
+        Reader {
+            level: 0,
+            ..fio(1 << 30, 32, 8, 0)
+        },
+        Reader {
+            level: 4,
+            ..fio(0, 32, 8, 0)
+        },
+    ];
+    let window = (SEC, 3 * SEC);
+    let sim = || {
+        let dev = Fixed::guest(FAIRNESS_DEVICE).with_jitter(20_000);
+        let p = bfq(&m, &dev, readers.len());
+        Sim::new(m, Box::new(dev), p, &readers, window, true)
+    };
+    let mut once = sim();
+    once.run(window.1);
+    let mut steps = sim();
+    for ms in (0..3_000).step_by(7) {
+        steps.run(ms * MS);
+    }
+    steps.run(window.1);
+    let bytes = |s: &Sim<_>| s.readers.iter().map(|r| r.bytes).collect::<Vec<_>>();
+    assert!(bytes(&once).iter().all(|&b| b > 0), "{:?}", bytes(&once));
+    assert_eq!(bytes(&steps), bytes(&once));
+}
