@@ -543,14 +543,11 @@ fn running_in_steps_is_running_at_once() {
         },
     ];
     let window = (SEC, 3 * SEC);
-    let sim = || {
-        let dev = Fixed::guest(FAIRNESS_DEVICE).with_jitter(20_000);
-        let p = bfq(&m, &dev, readers.len());
-        Sim::new(m, Box::new(dev), p, &readers, window, true)
-    };
-    let mut once = sim();
+    let dev = Fixed::guest(FAIRNESS_DEVICE).with_jitter(20_000);
+    let make = || sim(m, &dev, bfq(&m, &dev, readers.len()), &readers, window);
+    let mut once = make();
     once.run(window.1);
-    let mut steps = sim();
+    let mut steps = make();
     for ms in (0..3_000).step_by(7) {
         steps.run(ms * MS);
     }
