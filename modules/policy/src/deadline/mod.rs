@@ -441,14 +441,10 @@ where
         }
         // A level that owns no request has none queued: it is passed
         // over without a look. The first that owns one decides.
-        for level in 0..LEVELS {
-            if self.owned[level] == 0 {
-                continue;
-            }
+        if let Some(level) = self.owned.iter().position(|&n| n != 0) {
             if let Some(x) = self.dispatch_level(level, now, now) {
                 return self.start(x);
             }
-            break;
         }
         Dispatch::Empty
     }
