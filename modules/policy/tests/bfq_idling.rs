@@ -212,29 +212,34 @@ fn different_busy_classes_idle_even_when_seeky_on_nonrot() {
 #[test]
 fn weight_raised_queue_is_idled_while_non_raised_queues_are_busy() {
     // Issuer 1 is not raised (it arrives with low_latency off); issuer 0
-    // arrives with it on and is raised as interactive.
+    // arrives with it on and is raised as interactive. The second issuer of
+    // each case comes `LATER`, so that it gets a queue of its own instead
+    // of being merged into the first's.
+    const LATER: u64 = 200 * MS;
     let mut b = nonrot(16, 3);
     b.insert(8, &read(1, 1 << 30, 8), false, 0);
     b.insert(9, &read(1, (1 << 30) + 8, 8), false, 0);
     b.set_tunable("low_latency", "1").unwrap();
-    b.insert(0, &read(0, 0, 8), false, 0);
+    b.insert(0, &read(0, 0, 8), false, LATER);
+    assert_eq!(b.issuer_info(0).merged_into, None);
     assert_eq!(b.issuer_info(0).wr_coeff, 30);
     assert_eq!(b.issuer_info(1).wr_coeff, 1);
-    assert_eq!(b.dispatch(0), Dispatch::Request(0));
-    assert!(matches!(b.dispatch(0), Dispatch::IdleUntil(_)));
-    b.completed(0, MS);
+    assert_eq!(b.dispatch(LATER), Dispatch::Request(0));
+    assert!(matches!(b.dispatch(LATER), Dispatch::IdleUntil(_)));
+    b.completed(0, LATER + MS);
     // Raised: at least 20 ms.
-    assert_eq!(b.dispatch(MS), Dispatch::IdleUntil(21 * MS));
+    assert_eq!(b.dispatch(LATER + MS), Dispatch::IdleUntil(LATER + 21 * MS));
 
     // Both raised, nothing else busy: no reason to idle.
     let mut b = bfq(16, 3);
     b.set_nonrotational(true);
     b.insert(0, &read(0, 0, 8), false, 0);
-    b.insert(8, &read(1, 1 << 30, 8), false, 0);
+    b.insert(8, &read(1, 1 << 30, 8), false, LATER);
+    assert_eq!(b.issuer_info(1).merged_into, None);
     assert_eq!(b.issuer_info(1).wr_coeff, 30);
-    let first = tag_of(b.dispatch(0));
+    let first = tag_of(b.dispatch(LATER));
     let other = if first == 0 { 8 } else { 0 };
-    assert_eq!(b.dispatch(0), Dispatch::Request(other));
+    assert_eq!(b.dispatch(LATER), Dispatch::Request(other));
 
     // Both raised, but four more requests in the drive than the raised
     // in-service queue's own: idle.
@@ -244,12 +249,12 @@ fn weight_raised_queue_is_idled_while_non_raised_queues_are_busy() {
         b.insert(10 + t, &write_async(2, 1 << 35, 8), true, 0);
     }
     b.insert(0, &read(0, 0, 8), false, 0);
-    b.insert(8, &read(1, 1 << 30, 8), false, 0);
+    b.insert(8, &read(1, 1 << 30, 8), false, LATER);
     for t in 0..4 {
-        assert_eq!(b.dispatch(0), Dispatch::Request(10 + t));
+        assert_eq!(b.dispatch(LATER), Dispatch::Request(10 + t));
     }
-    let _ = tag_of(b.dispatch(0));
-    assert!(matches!(b.dispatch(0), Dispatch::IdleUntil(_)));
+    let _ = tag_of(b.dispatch(LATER));
+    assert!(matches!(b.dispatch(LATER), Dispatch::IdleUntil(_)));
 }
 
 #[test]
@@ -303,12 +308,14 @@ fn single_busy_queue_is_idled_until_another_turns_busy() {
 #[test]
 fn hw_tag_detection_and_idling_without_queueing() {
     // Before detection a non-rotational device counts as queueing: two
-    // sequential queues are served in turn without idling.
+    // sequential queues are served in turn without idling (the second
+    // created 200 ms after the first, so that it is not merged into it).
     let mut b = nonrot(64, 3);
     b.insert(0, &read(0, 0, 8), false, 0);
-    b.insert(1, &read(1, 1 << 30, 8), false, 0);
-    let first = tag_of(b.dispatch(0));
-    assert_eq!(tag_of(b.dispatch(0)), 1 - first);
+    b.insert(1, &read(1, 1 << 30, 8), false, 200 * MS);
+    assert_eq!(b.issuer_info(1).merged_into, None);
+    let first = tag_of(b.dispatch(200 * MS));
+    assert_eq!(tag_of(b.dispatch(200 * MS)), 1 - first);
 
     // 40 sequential requests of issuer 2, one in the driver at a time:
     // each completion with enough requests around is a sample, and the

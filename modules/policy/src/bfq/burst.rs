@@ -12,7 +12,7 @@ use super::{Ctx, Nanos, Queue, NIL, NSEC_PER_MSEC, NSEC_PER_SEC};
 pub(super) const LARGE_BURST_THRESH: usize = 8;
 /// `bfq_burst_interval`: the longest gap between two queue creations of one
 /// burst.
-const BURST_INTERVAL: Nanos = 180 * NSEC_PER_MSEC;
+pub(super) const BURST_INTERVAL: Nanos = 180 * NSEC_PER_MSEC;
 /// How long after its budget timeout an idle queue leaves its burst.
 const BURST_FORGET: Nanos = 10 * NSEC_PER_SEC;
 

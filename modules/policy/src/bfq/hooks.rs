@@ -88,6 +88,7 @@ impl State {
             burst_size: 0,
             large_burst: false,
             last_ins_in_burst: None,
+            last_created: NIL,
             last_empty_occupied: 0,
             wait_dispatch: false,
             waited_rq: NIL,
@@ -197,11 +198,27 @@ where
         if issuer >= self.qs.as_ref().len() {
             return;
         }
-        let qi = issuer as u32;
+        let issuer = issuer as u32;
         let mut c = self.ctx();
-        if !c.q(qi).used {
-            return;
-        }
+        let qi = if c.qs[issuer as usize].merged != NIL {
+            match c.merged_exit(issuer) {
+                Some(qi) => qi,
+                None => return,
+            }
+        } else {
+            if !c.q(issuer).used {
+                return;
+            }
+            if c.s.last_created == issuer {
+                c.s.last_created = NIL;
+            }
+            let q = c.qm(issuer);
+            q.own_exited = true;
+            if q.merged_in > 0 {
+                return;
+            }
+            issuer
+        };
         // No process left to send more: never idle for it, and its think
         // time counts as long (C: the context's `active_ref` is 0).
         let q = c.qm(qi);
@@ -263,6 +280,7 @@ impl Ctx<'_> {
         // of the idle class), I/O bound, just created.
         q.has_short_ttime = sync && q.class != PrioClass::Idle;
         q.last_end_request = now.saturating_add(1);
+        q.creation_time = now;
         q.io_start_time = now;
         q.decrease_time = now;
     }
@@ -280,14 +298,22 @@ impl Ctx<'_> {
             RqState::InFlight => self.requeued(x),
             RqState::Queued | RqState::AtHead => return,
         }
-        let qi = desc.issuer.min(self.qs.len() - 1) as u32;
+        let issuer = desc.issuer.min(self.qs.len() - 1) as u32;
+        let mut qi = self.queue_of(issuer);
         if !self.q(qi).used {
-            self.init_queue(qi, desc.prio, desc.sync, now);
+            match self.stable_merge(qi, desc.prio, desc.sync, now) {
+                Some(target) => qi = target,
+                None => self.init_queue(qi, desc.prio, desc.sync, now),
+            }
         }
         if self.q(qi).just_created && (self.s.burst_size > 0 || self.s.busy_queues == 0) {
             self.handle_burst(qi, now);
         }
-        self.qm(qi).exited = false;
+        if qi == issuer {
+            let q = self.qm(qi);
+            q.exited = false;
+            q.own_exited = false;
+        }
         let d = usize::from(desc.sync);
         {
             let fifo_time = now.saturating_add(self.s.fifo_expire[d]);

@@ -47,7 +47,39 @@ where
         self.check_heaps()?;
         self.check_requests(&t)?;
         self.check_burst()?;
+        self.check_merges()?;
         self.check_wakers()
+    }
+
+    /// Every merged issuer's slot holds no queue and names a live queue of
+    /// another slot, which counts it; the last queue created is live.
+    fn check_merges(&self) -> Result<(), &'static str> {
+        let qs = self.qs.as_ref();
+        for (i, slot) in qs.iter().enumerate() {
+            let mut count = 0;
+            for other in qs.iter() {
+                count += u32::from(other.merged == i as u32);
+            }
+            if slot.q.merged_in != count {
+                return Err("merged issuers miscounted");
+            }
+            if count > 0 && (!slot.q.used || slot.q.exited) {
+                return Err("merged into a queue with no issuer");
+            }
+            if slot.q.exited && !(slot.q.used && slot.q.own_exited && count == 0) {
+                return Err("queue exited with issuers left");
+            }
+            if slot.merged != NIL
+                && (slot.q.used || slot.merged == i as u32 || slot.merged as usize >= qs.len())
+            {
+                return Err("merged issuer holds a queue");
+            }
+        }
+        let last = self.st.last_created;
+        if last != NIL && (!qs[last as usize].q.used || qs[last as usize].q.exited) {
+            return Err("last created queue not live");
+        }
+        Ok(())
     }
 
     /// A queue's sort tree, FIFOs and next request hold exactly its

@@ -19,6 +19,9 @@ impl Default for Queue {
         Queue {
             used: false,
             exited: false,
+            own_exited: false,
+            merged_in: 0,
+            creation_time: 0,
             sync: true,
             root: NIL,
             queued: 0,
@@ -120,10 +123,13 @@ where
     Q: AsRef<[IssuerSlot]> + AsMut<[IssuerSlot]>,
 {
     /// Like [`Policy::front_merge_candidate`](super::Policy::front_merge_candidate),
-    /// but only among the requests of `issuer`'s own queue, as BFQ's
+    /// but only among the requests of the queue serving `issuer`, as BFQ's
     /// `bfq_request_merge` looks only in the submitting process's queue.
     pub fn front_merge_candidate_for(&self, issuer: IssuerId, probe: &MergeProbe) -> Option<Tag> {
-        let qi = issuer.min(self.qs.as_ref().len() - 1) as u32;
+        let qs = self.qs.as_ref();
+        let own = issuer.min(qs.len() - 1);
+        let merged = qs[own].merged;
+        let qi = if merged == NIL { own as u32 } else { merged };
         self.find_front_merge(probe, Some(qi))
     }
 
