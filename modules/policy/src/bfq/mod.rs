@@ -62,7 +62,8 @@
 //!
 //! Wakers follow `bfq_check_waker`: when a sync queue with a long think
 //! time gets a request while its issuer has nothing else queued or in
-//! flight (C's `bic->requests <= 1`), less than 4 ms after the last
+//! flight (C's `bic->requests <= 1`; for a queue serving merged issuers,
+//! while the queue has nothing else), less than 4 ms after the last
 //! completion, and that completion was another queue's, that queue is a
 //! step closer to being its waker; the third time in a row within 128
 //! `slice_idle`s of the first, it is (a step that finds another queue
