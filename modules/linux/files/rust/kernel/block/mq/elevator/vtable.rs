@@ -485,13 +485,22 @@ impl<T: Elevator> Vtable<T> {
         if data.held.load(Ordering::Relaxed) == 0 {
             return false;
         }
+        // SAFETY: The bio is live for the call.
+        Self::bio_merge_locked(data, unsafe { Bio::from_raw(bio) }, nr_segs)
+    }
+
+    /// `bio_merge` while the scheduler holds requests: the merge,
+    /// under the lock. Out of line, so that the entry point, which returns
+    /// at once on a scheduler holding nothing (nearly every bio on a fast
+    /// device), saves none of the registers this needs.
+    #[inline(never)]
+    fn bio_merge_locked(data: &ElevatorData<T>, bio: &Bio, nr_segs: c_uint) -> bool {
         let mut free: *mut bindings::request = ptr::null_mut();
         let merged = {
             let mut guard = data.lock.lock();
             let merge = BioMerge {
                 data,
-                // SAFETY: The bio is live for the call.
-                bio: unsafe { Bio::from_raw(bio) },
+                bio,
                 nr_segs,
                 free: &mut free,
             };
