@@ -296,12 +296,31 @@ impl<T: Elevator> Vtable<T> {
                     T::NAME
                 );
             }
+            // SAFETY: `free` is valid and did not move.
+            if unsafe { FreeList::is_empty(free) } {
+                // Nearly every insertion merges nothing away.
+                return;
+            }
             // SAFETY: The lock is held; `free` is valid and did not move.
             unsafe { FreeList::keep_held(free) };
         }
         // SAFETY: The lock is dropped; `free` did not move and holds
         // merged-away requests whose handles were given back.
-        unsafe { FreeList::free_all(free) };
+        unsafe { Self::free_requests(free) };
+    }
+
+    /// Frees the requests on `list` ([`FreeList::free_all`]). Out of line
+    /// and cold: nearly every hook that may free requests has none to free,
+    /// and sees so with a look at the list.
+    ///
+    /// # Safety
+    ///
+    /// As for [`FreeList::free_all`].
+    #[cold]
+    #[inline(never)]
+    unsafe fn free_requests(list: *mut FreeList) {
+        // SAFETY: As required by the caller.
+        unsafe { FreeList::free_all(list) };
     }
 
     /// # Safety
@@ -365,9 +384,12 @@ impl<T: Elevator> Vtable<T> {
             data.dispatching.fetch_sub(1, Ordering::Relaxed);
             rq
         };
-        // SAFETY: The lock is dropped; `husks` did not move, and the
-        // husks' handles were given back.
-        unsafe { FreeList::free_all(husks) };
+        // SAFETY: `husks` is valid and did not move.
+        if !unsafe { FreeList::is_empty(husks) } {
+            // SAFETY: The lock is dropped; `husks` did not move, and the
+            // husks' handles were given back.
+            unsafe { Self::free_requests(husks) };
+        }
         rq
     }
 
