@@ -28,9 +28,11 @@ where
         latest_start: Nanos,
         now: Nanos,
     ) -> Option<u32> {
-        let base = level * DIRS;
+        // Callers pass a level below `LEVELS`, and `last_dir` is `READ` or
+        // `WRITE`: the index does not wrap, and indexing checks it.
+        let base = level.wrapping_mul(DIRS);
         // Batches are reads XOR writes: continue the current one.
-        let rq = self.next_rq[base + self.last_dir];
+        let rq = self.next_rq[base.wrapping_add(self.last_dir)];
         let rq = if rq != NIL && self.batching < self.fifo_batch {
             rq
         } else {

@@ -385,7 +385,6 @@ where
     /// at-head insertion is served first). A tag that is already queued
     /// is ignored; a tag still in flight is taken as requeued first.
     fn insert(&mut self, tag: Tag, desc: &RequestDesc, at_head: bool, now: Nanos) {
-        let Some(x) = self.check(tag) else { return };
         let level = desc.prio.class.index();
         let dir = desc.op.dir();
         let fifo_time = if at_head {
@@ -393,8 +392,13 @@ where
         } else {
             now.wrapping_add(self.fifo_expire[dir])
         };
-        // One look at the slot for its state and its fields.
-        let s = self.at_mut(x);
+        // One look at the slot for its state and its fields, which also
+        // checks the caller's tag (tags are below the capacity, which fits
+        // the `u32` links).
+        let Some(s) = self.slots_mut().get_mut(tag) else {
+            return;
+        };
+        let x = tag as u32;
         let new = match s.state {
             State::AtHead | State::Sorted => return,
             State::Free => true,
@@ -423,7 +427,8 @@ where
             self.tree_insert(q, x);
             self.fifos[q].push_back(self.storage.as_mut(), x);
         }
-        self.queued += 1;
+        // At most the capacity: it cannot wrap.
+        self.queued = self.queued.wrapping_add(1);
     }
 
     /// C's `dd_dispatch_request()`. May return [`Dispatch::Empty`] while

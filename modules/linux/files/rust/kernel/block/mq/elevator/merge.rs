@@ -202,6 +202,19 @@ impl FreeList {
         !unsafe { (*this).head.next }.is_null()
     }
 
+    /// Whether the list holds no request: it was never initialised, or
+    /// is empty.
+    ///
+    /// # Safety
+    ///
+    /// `this` must be valid.
+    #[inline]
+    pub(super) unsafe fn is_empty(this: *mut FreeList) -> bool {
+        // SAFETY: `this` is valid (safety requirements); once initialised,
+        // its head is a list head.
+        unsafe { !Self::initialised(this) || list_is_empty(&raw const (*this).head) }
+    }
+
     /// Takes merged-away requests whose handle is still held off the list
     /// (they are freed when their handle is dispatched).
     ///

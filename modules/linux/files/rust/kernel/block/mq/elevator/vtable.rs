@@ -296,12 +296,31 @@ impl<T: Elevator> Vtable<T> {
                     T::NAME
                 );
             }
+            // SAFETY: `free` is valid and did not move.
+            if unsafe { FreeList::is_empty(free) } {
+                // Nearly every insertion merges nothing away.
+                return;
+            }
             // SAFETY: The lock is held; `free` is valid and did not move.
             unsafe { FreeList::keep_held(free) };
         }
         // SAFETY: The lock is dropped; `free` did not move and holds
         // merged-away requests whose handles were given back.
-        unsafe { FreeList::free_all(free) };
+        unsafe { Self::free_requests(free) };
+    }
+
+    /// Frees the requests on `list` ([`FreeList::free_all`]). Out of line
+    /// and cold: nearly every hook that may free requests has none to free,
+    /// and sees so with a look at the list.
+    ///
+    /// # Safety
+    ///
+    /// As for [`FreeList::free_all`].
+    #[cold]
+    #[inline(never)]
+    unsafe fn free_requests(list: *mut FreeList) {
+        // SAFETY: As required by the caller.
+        unsafe { FreeList::free_all(list) };
     }
 
     /// # Safety
@@ -365,9 +384,12 @@ impl<T: Elevator> Vtable<T> {
             data.dispatching.fetch_sub(1, Ordering::Relaxed);
             rq
         };
-        // SAFETY: The lock is dropped; `husks` did not move, and the
-        // husks' handles were given back.
-        unsafe { FreeList::free_all(husks) };
+        // SAFETY: `husks` is valid and did not move.
+        if !unsafe { FreeList::is_empty(husks) } {
+            // SAFETY: The lock is dropped; `husks` did not move, and the
+            // husks' handles were given back.
+            unsafe { Self::free_requests(husks) };
+        }
         rq
     }
 
@@ -485,13 +507,22 @@ impl<T: Elevator> Vtable<T> {
         if data.held.load(Ordering::Relaxed) == 0 {
             return false;
         }
+        // SAFETY: The bio is live for the call.
+        Self::bio_merge_locked(data, unsafe { Bio::from_raw(bio) }, nr_segs)
+    }
+
+    /// `bio_merge` while the scheduler holds requests: the merge,
+    /// under the lock. Out of line, so that the entry point, which returns
+    /// at once on a scheduler holding nothing (nearly every bio on a fast
+    /// device), saves none of the registers this needs.
+    #[inline(never)]
+    fn bio_merge_locked(data: &ElevatorData<T>, bio: &Bio, nr_segs: c_uint) -> bool {
         let mut free: *mut bindings::request = ptr::null_mut();
         let merged = {
             let mut guard = data.lock.lock();
             let merge = BioMerge {
                 data,
-                // SAFETY: The bio is live for the call.
-                bio: unsafe { Bio::from_raw(bio) },
+                bio,
                 nr_segs,
                 free: &mut free,
             };
