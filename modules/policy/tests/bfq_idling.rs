@@ -12,20 +12,6 @@ use bfq_common::*;
 // ---------------------------------------------------------------------------
 // When to idle (`bfq_better_to_idle` and what it looks at).
 
-/// `plain` on a non-rotational device.
-fn nonrot(n: usize, m: usize) -> B {
-    let mut b = plain(n, m);
-    b.set_nonrotational(true);
-    b
-}
-
-fn at_level(level: u8, d: RequestDesc) -> RequestDesc {
-    RequestDesc {
-        prio: prio(PrioClass::BestEffort, level),
-        ..d
-    }
-}
-
 /// Queues `count` small reads for `issuer`, each far from the one before
 /// (so the queue turns seeky), on tags `first..first + count`.
 fn seeky_reads(b: &mut B, issuer: usize, level: u8, first: usize, count: usize, now: Nanos) {

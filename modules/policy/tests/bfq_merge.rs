@@ -6,19 +6,6 @@
 mod bfq_common;
 use bfq_common::*;
 
-fn nonrot(n: usize, m: usize) -> B {
-    let mut b = plain(n, m);
-    b.set_nonrotational(true);
-    b
-}
-
-fn at(level: u8, d: RequestDesc) -> RequestDesc {
-    RequestDesc {
-        prio: prio(PrioClass::BestEffort, level),
-        ..d
-    }
-}
-
 #[test]
 fn issuers_starting_together_share_the_first_ones_queue() {
     // Three readers of one priority within 180 ms of the first's creation,
@@ -52,9 +39,9 @@ fn what_keeps_issuers_apart() {
     // Another priority level: a queue of its own, and the last created
     // from then on, so a third issuer at its level joins it.
     let mut b = nonrot(16, 4);
-    b.insert(0, &at(4, read(0, 0, 8)), false, 0);
-    b.insert(1, &at(2, read(1, 1 << 30, 8)), false, MS);
-    b.insert(2, &at(2, read(2, 1 << 31, 8)), false, 2 * MS);
+    b.insert(0, &at_level(4, read(0, 0, 8)), false, 0);
+    b.insert(1, &at_level(2, read(1, 1 << 30, 8)), false, MS);
+    b.insert(2, &at_level(2, read(2, 1 << 31, 8)), false, 2 * MS);
     assert_eq!(b.issuer_info(1).merged_into, None);
     assert_eq!(b.issuer_info(2).merged_into, Some(1));
 

@@ -25,6 +25,21 @@ pub fn plain(n: usize, m: usize) -> B {
     b
 }
 
+/// `plain` on a non-rotational device.
+pub fn nonrot(n: usize, m: usize) -> B {
+    let mut b = plain(n, m);
+    b.set_nonrotational(true);
+    b
+}
+
+/// `d` at best-effort priority `level`.
+pub fn at_level(level: u8, d: RequestDesc) -> RequestDesc {
+    RequestDesc {
+        prio: prio(PrioClass::BestEffort, level),
+        ..d
+    }
+}
+
 pub fn read(issuer: usize, sector: u64, sectors: u32) -> RequestDesc {
     RequestDesc {
         sector,
