@@ -2,7 +2,8 @@
 
 //! BFQ-like policy: Budget Fair Queueing after Linux's `bfq-iosched.c`.
 //!
-//! Every issuer (a process's I/O context on the kernel side) gets a queue.
+//! Every issuer (a process's I/O context on the kernel side) gets a queue,
+//! or shares one with issuers that started with it (stable merging, below).
 //! Queues are scheduled by B-WF2Q+ on per-class service trees (real time,
 //! then best effort, then idle, in strict order): each busy queue carries a
 //! virtual start and finish time, a queue is eligible when its start is not
