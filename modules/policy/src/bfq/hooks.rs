@@ -200,18 +200,21 @@ where
         }
         let issuer = issuer as u32;
         let mut c = self.ctx();
-        let qi = if c.qs[issuer as usize].merged != NIL {
+        let served = c.queue_of(issuer);
+        if served == issuer && !c.q(issuer).used {
+            return;
+        }
+        // As `bfq_reassign_last_bfqq()`: an exit of any issuer a queue
+        // serves ends its candidacy for stable merges.
+        if c.s.last_created == served {
+            c.s.last_created = NIL;
+        }
+        let qi = if served != issuer {
             match c.merged_exit(issuer) {
                 Some(qi) => qi,
                 None => return,
             }
         } else {
-            if !c.q(issuer).used {
-                return;
-            }
-            if c.s.last_created == issuer {
-                c.s.last_created = NIL;
-            }
             let q = c.qm(issuer);
             q.own_exited = true;
             if q.merged_in > 0 {

@@ -35,7 +35,8 @@ where
 {
     /// Checks the policy's internal structures for consistency (request
     /// trees, FIFOs, merge hash, service-tree heaps, weight sums and
-    /// counts). O(n + m): meant for tests and fuzzing, not the I/O path.
+    /// counts). O(n + m), plus O(m) per queue merged into: meant for tests
+    /// and fuzzing, not the I/O path.
     /// Returns a description of the first inconsistency found.
     pub fn check_invariants(&self) -> Result<(), &'static str> {
         let mut t = Totals::default();
@@ -53,13 +54,22 @@ where
 
     /// Every merged issuer's slot holds no queue and names a live queue of
     /// another slot, which counts it; the last queue created is live.
+    /// O(m) per queue merged into: each such queue's count is checked
+    /// exactly, and the counts' sum against the merged slots, which leaves
+    /// no merged slot to a queue counting none.
     fn check_merges(&self) -> Result<(), &'static str> {
         let qs = self.qs.as_ref();
+        let merged_slots = qs.iter().filter(|s| s.merged != NIL).count();
+        let counted: usize = qs.iter().map(|s| s.q.merged_in as usize).sum();
+        if counted != merged_slots {
+            return Err("merged issuers miscounted");
+        }
         for (i, slot) in qs.iter().enumerate() {
-            let mut count = 0;
-            for other in qs.iter() {
-                count += u32::from(other.merged == i as u32);
-            }
+            let count = if slot.q.merged_in == 0 {
+                0
+            } else {
+                qs.iter().filter(|o| o.merged == i as u32).count() as u32
+            };
             if slot.q.merged_in != count {
                 return Err("merged issuers miscounted");
             }

@@ -30,11 +30,24 @@
 //! stable merge).
 
 use super::burst::BURST_INTERVAL;
-use super::{Ctx, IoPrio, Nanos, Queue, State, NIL, NSEC_PER_MSEC};
+use super::{Ctx, IoPrio, IssuerSlot, Nanos, Queue, State, NIL, NSEC_PER_MSEC};
 
 /// `bfq_activation_stable_merging`: a queue created this long after the
 /// last one starts a new candidate.
 const ACTIVATION_STABLE_MERGING: Nanos = 600 * NSEC_PER_MSEC;
+
+impl IssuerSlot {
+    /// The queue serving the issuer of this slot, numbered `own`: its own
+    /// unless it is merged into another's.
+    #[inline]
+    pub(super) fn served_by(&self, own: u32) -> u32 {
+        if self.merged == NIL {
+            own
+        } else {
+            self.merged
+        }
+    }
+}
 
 impl State {
     /// `nonrot_with_queueing`: a non-rotational device whose queueing is
@@ -49,12 +62,7 @@ impl Ctx<'_> {
     /// The queue serving issuer `issuer` (its own slot unless merged).
     #[inline]
     pub(super) fn queue_of(&self, issuer: u32) -> u32 {
-        let target = self.qs[issuer as usize].merged;
-        if target == NIL {
-            issuer
-        } else {
-            target
-        }
+        self.qs[issuer as usize].served_by(issuer)
     }
 
     /// `issuer`, whose slot holds no queue, sends its first request
@@ -107,9 +115,6 @@ impl Ctx<'_> {
         let target = self.qs[issuer as usize].merged;
         self.qs[issuer as usize].merged = NIL;
         self.qs[issuer as usize].q = Queue::default();
-        if self.s.last_created == target {
-            self.s.last_created = NIL;
-        }
         let q = self.qm(target);
         q.merged_in = q.merged_in.saturating_sub(1);
         (q.merged_in == 0 && q.own_exited).then_some(target)

@@ -131,7 +131,8 @@
 //!   noticed by the next insert, dispatch or completion.
 //! - [`Policy::async_depth_limit`] and [`Bfq::tag_depth`] implement
 //!   `limit_depth`.
-//! - `Bfq::check_invariants` is O(n + m), for tests and debugging only:
+//! - `Bfq::check_invariants` is O(n + m) (plus O(m) per queue merged
+//!   into), for tests and debugging only:
 //!   it is compiled only with `test`, `debug_assertions` or the crate's
 //!   `invariants` feature (in a kernel module, `--cfg 'feature="invariants"'`).
 //!
@@ -642,12 +643,11 @@ where
     pub fn issuer_info(&self, issuer: IssuerId) -> IssuerInfo {
         let qs = self.qs.as_ref();
         let own = issuer.min(qs.len() - 1);
-        let merged = qs[own].merged;
-        let qi = if merged == NIL { own } else { merged as usize };
+        let qi = qs[own].served_by(own as u32) as usize;
         let q = &qs[qi].q;
         IssuerInfo {
             free: !q.used,
-            merged_into: (merged != NIL).then_some(qi),
+            merged_into: (qi != own).then_some(qi),
             busy: q.busy,
             in_service: self.st.in_service == qi as u32,
             queued: q.queued,

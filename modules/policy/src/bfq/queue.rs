@@ -128,9 +128,7 @@ where
     pub fn front_merge_candidate_for(&self, issuer: IssuerId, probe: &MergeProbe) -> Option<Tag> {
         let qs = self.qs.as_ref();
         let own = issuer.min(qs.len() - 1);
-        let merged = qs[own].merged;
-        let qi = if merged == NIL { own as u32 } else { merged };
-        self.find_front_merge(probe, Some(qi))
+        self.find_front_merge(probe, Some(qs[own].served_by(own as u32)))
     }
 
     pub(super) fn find_front_merge(&self, probe: &MergeProbe, queue: Option<u32>) -> Option<Tag> {

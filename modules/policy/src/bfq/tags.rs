@@ -42,7 +42,7 @@
 //! completed (C counts requests from allocation to free).
 
 use super::weight_raise::WR_COEFF;
-use super::{Bfq, IssuerId, IssuerSlot, PrioClass, ReqSlot, IDLE_HEAP0, NIL, NO_HEAP};
+use super::{Bfq, IssuerId, IssuerSlot, PrioClass, ReqSlot, IDLE_HEAP0, NO_HEAP};
 
 /// `IOPRIO_BE_NR`: how many times a class weighs the one below it in the
 /// sum the tags are divided by.
@@ -73,12 +73,7 @@ where
         if !self.tags_shared() {
             return None;
         }
-        let merged = self.qs.as_ref().get(issuer)?.merged;
-        let issuer = if merged == NIL {
-            issuer
-        } else {
-            merged as usize
-        };
+        let issuer = self.qs.as_ref().get(issuer)?.served_by(issuer as u32) as usize;
         let q = &self.qs.as_ref()[issuer].q;
         if self.st.in_service as usize == issuer && q.wr_coeff <= WR_COEFF {
             return None;
