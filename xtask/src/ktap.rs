@@ -90,6 +90,57 @@ impl Report {
         out
     }
 
+    /// Every skipped leaf as (path, reason): a leaf skipped itself, or a
+    /// test whose every case was skipped with no reason of its own.
+    pub fn skips(&self) -> Vec<(String, String)> {
+        self.leaves(|t| {
+            (t.status == Status::Skip).then(|| {
+                t.directive
+                    .as_deref()
+                    .and_then(skip_reason)
+                    .unwrap_or("")
+                    .to_string()
+            })
+        })
+    }
+
+    /// Every leaf that passed on a retry (`ok N name # retried ...`), as
+    /// (path, the directive).
+    pub fn retried(&self) -> Vec<(String, String)> {
+        self.leaves(|t| {
+            t.directive
+                .as_deref()
+                .filter(|d| t.status == Status::Pass && d.starts_with("retried"))
+                .map(String::from)
+        })
+    }
+
+    /// (path, what `pick` says) for each leaf it says something of.
+    fn leaves(&self, pick: impl Fn(&TestResult) -> Option<String>) -> Vec<(String, String)> {
+        fn walk(
+            t: &TestResult,
+            prefix: &str,
+            pick: &dyn Fn(&TestResult) -> Option<String>,
+            out: &mut Vec<(String, String)>,
+        ) {
+            let path = if prefix.is_empty() {
+                t.name.clone()
+            } else {
+                format!("{prefix}/{}", t.name)
+            };
+            if t.subtests.is_empty() {
+                if let Some(x) = pick(t) {
+                    out.push((path, x));
+                }
+            } else {
+                t.subtests.iter().for_each(|c| walk(c, &path, pick, out));
+            }
+        }
+        let mut out = Vec::new();
+        self.tests.iter().for_each(|t| walk(t, "", &pick, &mut out));
+        out
+    }
+
     /// The strict verdict.
     pub fn passed(&self) -> bool {
         self.problems.is_empty()
@@ -168,9 +219,20 @@ fn result_line(text: &str) -> Option<(bool, usize, String, Option<String>)> {
     Some((ok, number, name, directive))
 }
 
+/// The reason of a `SKIP` directive (`SKIP why` gives `why`), or None for
+/// any other directive.
+fn skip_reason(directive: &str) -> Option<&str> {
+    let d = directive.trim_start();
+    d.get(..4)
+        .filter(|k| k.eq_ignore_ascii_case("SKIP"))
+        .map(|_| d[4..].trim())
+}
+
 struct Level {
     version: Option<u32>,
     plan: Option<usize>,
+    /// The plan line's `# SKIP reason`, if any (`1..0 # SKIP reason`).
+    plan_skip: Option<String>,
     name: Option<String>,
     tests: Vec<TestResult>,
     problems: Vec<String>,
@@ -182,6 +244,7 @@ fn parse_level(ls: &[Line<'_>], pos: &mut usize, indent: usize, what: &str) -> L
     let mut lv = Level {
         version: None,
         plan: None,
+        plan_skip: None,
         name: None,
         tests: Vec::new(),
         problems: Vec::new(),
@@ -210,19 +273,20 @@ fn parse_level(ls: &[Line<'_>], pos: &mut usize, indent: usize, what: &str) -> L
         {
             lv.version = v.trim().parse().ok();
         } else if let Some(n) = t.strip_prefix("1..") {
-            match n.split('#').next().unwrap_or("").trim().parse() {
+            let (n, directive) = n.split_once('#').unwrap_or((n, ""));
+            match n.trim().parse() {
                 Ok(n) => lv.plan = Some(n),
                 Err(_) => lv.problems.push(format!("{what}: bad plan line '{t}'")),
             }
+            lv.plan_skip = skip_reason(directive.trim()).map(String::from);
         } else if let Some(name) = t.strip_prefix("# Subtest:") {
             lv.name = Some(name.trim().to_string());
         } else if let Some((ok, number, name, directive)) = result_line(t) {
             // `# SKIP`: not run. A failure marked `# TODO` is still a
             // failure: a known failure that does not count is a test that
             // cannot fail.
-            let skip = directive
-                .as_deref()
-                .is_some_and(|d| d.to_ascii_uppercase().starts_with("SKIP"));
+            let skip = directive.as_deref().and_then(skip_reason).is_some();
+            let mut directive = directive;
             let mut status = match (ok, skip) {
                 (_, true) => Status::Skip,
                 (true, false) => Status::Pass,
@@ -238,6 +302,23 @@ fn parse_level(ls: &[Line<'_>], pos: &mut usize, indent: usize, what: &str) -> L
                     lv.problems
                         .push(format!("{sub_what}: reported ok although a subtest failed"));
                     status = Status::Fail;
+                }
+                // A test that ran no case did not pass: `1..0 # SKIP why`
+                // makes it a skip; a bare `1..0` under `ok` is a test that
+                // cannot fail.
+                if status == Status::Pass && child.plan == Some(0) {
+                    match &child.plan_skip {
+                        Some(why) => {
+                            status = Status::Skip;
+                            directive = Some(format!("SKIP {why}"));
+                        }
+                        None => {
+                            lv.problems.push(format!(
+                                "{sub_what}: reported ok but ran no case (plan 1..0 without SKIP)"
+                            ));
+                            status = Status::Fail;
+                        }
+                    }
                 }
                 subtests = child.tests;
             }
@@ -506,12 +587,46 @@ mod tests {
     }
 
     #[test]
-    fn empty_plan_with_skip_is_fine() {
+    fn empty_plan_with_skip_is_a_skip_with_its_reason() {
         let r = parse(
-            "KTAP version 1\n1..1\n    1..0 # SKIP nothing\nok 1 a\n",
+            "KTAP version 1\n1..1\n    1..0 # SKIP nothing to test\nok 1 a\n",
             "p0",
         );
         assert!(r.passed(), "{r}");
+        assert_eq!(r.counts(), (0, 0, 1));
+        assert_eq!(r.skips(), [("a".to_string(), "nothing to test".to_string())]);
+    }
+
+    #[test]
+    fn ok_with_no_case_run_fails() {
+        let r = parse("KTAP version 1\n1..1\n    1..0\nok 1 a\n", "p0");
+        assert!(!r.passed(), "{r}");
+        assert!(
+            r.problems.iter().any(|p| p.contains("ran no case")),
+            "{:?}",
+            r.problems
+        );
+    }
+
+    #[test]
+    fn skips_and_retries_are_named_with_their_reasons() {
+        let r = parse(&canned("skip.ktap"), "skip");
+        assert_eq!(
+            r.skips(),
+            [
+                ("rotational".to_string(), "no rotational device".to_string()),
+                ("debug_only".to_string(), "needs the debug kernel".to_string())
+            ]
+        );
+        let r = parse(
+            "KTAP version 1\n1..1\n    1..2\n    ok 1 x # retried: 1.62 then 2.01\n    ok 2 y\nok 1 fairness\n",
+            "retry",
+        );
+        assert!(r.passed(), "{r}");
+        assert_eq!(
+            r.retried(),
+            [("fairness/x".to_string(), "retried: 1.62 then 2.01".to_string())]
+        );
     }
 
     #[test]
