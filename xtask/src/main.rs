@@ -31,6 +31,7 @@ mod report;
 mod results;
 mod seeds;
 mod stats;
+mod summary;
 mod suite;
 mod test;
 mod util;

@@ -5,7 +5,7 @@ use crate::devices;
 use crate::flags::{self, GuestArgs, KernelArgs};
 use crate::guest::{self, shell_words};
 use crate::util::{self, note, step};
-use crate::{blkserve, calibrate, fairness, faults, kernel, ktap, monitor, qemu};
+use crate::{blkserve, calibrate, fairness, faults, kernel, ktap, monitor, qemu, summary};
 use anyhow::{bail, Context, Result};
 use std::fs;
 use std::path::Path;
@@ -125,21 +125,24 @@ fn fairness_schedulers(elevators: &[String]) -> Vec<String> {
 pub fn run(t: &flags::Test) -> Result<()> {
     let root = util::repo_root();
     let mut problems = Vec::new();
+    let expected = summary::expected(&root)?;
+    let mut sum = summary::Summary::default();
     if !t.guest_only {
         // Some host tests use the build dependencies (the instruction
         // counter's plugin is built with clang): a fresh machine gets
         // them first.
         crate::deps::ensure()?;
         step("Host tests: cargo test --workspace");
-        let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .current_dir(&root)
-            .args(["test", "--workspace"])
-            .status()
-            .context("running cargo test")?;
-        if !status.success() {
+        let (counts, skips) = host_tests(&root)?;
+        if counts.failed > 0 || counts.passed == 0 {
             note("host tests FAILED (output above); going on with the guest tests");
-            problems.push("host tests failed (cargo test output above)".to_string());
+            problems.push(format!(
+                "host tests: {} failed, {} passed (cargo test output above)",
+                counts.failed, counts.passed
+            ));
         }
+        sum.host = counts;
+        sum.skips.extend(skips);
     }
     let mode = faults::Mode::of(t.faults, t.soak);
     for x in t.only.iter().flatten() {
@@ -165,7 +168,6 @@ pub fn run(t: &flags::Test) -> Result<()> {
     } else {
         &[kernel::Flavor::Base, kernel::Flavor::Debug]
     };
-    let (mut passed, mut failed, mut skipped) = (0, 0, 0);
     for &flavor in flavors {
         let mut k = t.k.clone();
         k.debug_kernel = flavor == kernel::Flavor::Debug;
@@ -187,25 +189,86 @@ pub fn run(t: &flags::Test) -> Result<()> {
         let elsewhere =
             flavor == kernel::Flavor::Base && t.only.is_none() && mode == faults::Mode::Short;
         let r = guest_tests(&k, &t.g, &tests, elsewhere, t.full_matrix, mode)?;
-        passed += r.passed;
-        failed += r.failed;
-        skipped += r.skipped;
+        sum.guest.passed += r.passed;
+        // A problem outside the KTAP cases (a timeout, a kernel report on
+        // the console, a broken log) is a failed check too.
+        sum.guest.failed += r.failed.max(usize::from(!r.problems.is_empty()));
+        sum.guest.skipped += r.skipped;
+        let name = |path: String| format!("{}/{path}", flavor.name());
+        sum.skips
+            .extend(r.skips.into_iter().map(|(path, reason)| summary::Skip {
+                name: name(path),
+                reason,
+            }));
+        sum.retried
+            .extend(r.retried.into_iter().map(|(path, why)| (name(path), why)));
         problems.extend(r.problems);
     }
-    println!(
-        "guest: {passed} passed, {} failed, {skipped} skipped",
-        failed + usize::from(!problems.is_empty() && failed == 0)
-    );
+    let unexpected: Vec<String> = sum
+        .unexpected(&expected)
+        .iter()
+        .map(|s| format!("{}: {}", s.name, s.reason))
+        .collect();
+    if !unexpected.is_empty() {
+        problems.push(format!(
+            "{} skip(s) that {} does not list (a test that did not run is not a pass: \
+             install what it needs (`cargo xtask deps`), or list it there with the reason):\n  {}",
+            unexpected.len(),
+            summary::EXPECTED_SKIPS,
+            unexpected.join("\n  ")
+        ));
+    }
     if !problems.is_empty() {
-        bail!("{}", problems.join("\n"));
+        eprintln!("{}", problems.join("\n"));
+    }
+    println!("{}", sum.render(&expected));
+    if !problems.is_empty() {
+        bail!("cargo xtask test failed: {} problem(s) above", problems.len());
     }
     Ok(())
+}
+
+/// Runs `cargo test --workspace`, its output passed through: the counts,
+/// and the skips its tests reported (`IRONLIFT_SKIP_LOG`) or `#[ignore]`d.
+fn host_tests(root: &Path) -> Result<(summary::Counts, Vec<summary::Skip>)> {
+    use std::io::{BufRead, BufReader, Write};
+    let dir = root.join("target").join("ironlift-test");
+    fs::create_dir_all(&dir)?;
+    let log = dir.join("host-skips.tsv");
+    fs::write(&log, "")?;
+    let mut child = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .current_dir(root)
+        .args(["test", "--workspace"])
+        .env("IRONLIFT_SKIP_LOG", &log)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .context("running cargo test")?;
+    let mut output = String::new();
+    let stdout = child.stdout.take().context("cargo test's output")?;
+    for line in BufReader::new(stdout).lines() {
+        let line = line?;
+        println!("{line}");
+        let _ = std::io::stdout().flush();
+        output.push_str(&line);
+        output.push('\n');
+    }
+    let status = child.wait().context("waiting for cargo test")?;
+    let (mut counts, skips) = summary::cargo_test(&output, &fs::read_to_string(&log)?);
+    if !status.success() && counts.failed == 0 {
+        // A build error or a crashed test binary: no `test result` says so.
+        counts.failed = 1;
+    }
+    Ok((counts, skips))
 }
 
 struct GuestOutcome {
     passed: usize,
     failed: usize,
     skipped: usize,
+    /// Skipped cases, (KTAP path, reason).
+    skips: Vec<(String, String)>,
+    /// Cases that passed on a retry, (KTAP path, what the guest said).
+    retried: Vec<(String, String)>,
     problems: Vec<String>,
 }
 
@@ -387,7 +450,12 @@ fn guest_tests(
                     failed += 1;
                     problems.push(format!("{which} kernel: {problem}"));
                 }
-                Err(e) => note(&format!("no clone under {place} tried: {e:#}")),
+                Err(e) => {
+                    failed += 1;
+                    problems.push(format!(
+                        "{which} kernel: the guest from a clone under {place} could not run: {e:#}"
+                    ));
+                }
             }
         }
     }
@@ -395,6 +463,8 @@ fn guest_tests(
         passed,
         failed,
         skipped,
+        skips: report.skips(),
+        retried: report.retried(),
         problems,
     })
 }
