@@ -137,39 +137,72 @@ emulated_md_raid5() {
 # job on the same export (host side: xtask/src/test.rs TIMING_JOBS). The
 # jobs are ones whose device time is long next to the guest's own path
 # (a TCG guest spends about 0.5 ms on a request), so the guest measures
-# the model rather than itself. Each line of /run/out/model_jobs.tsv:
-#   name <TAB> disk <TAB> iops|mb_s <TAB> model's figure <TAB> fio arguments
+# the model rather than itself. Each job has a negative control: the same
+# job on another emulated disk, whose model predicts a figure well apart,
+# judged against the first disk's model: it must miss the band, or the
+# band cannot tell one device's timing from another's. Each line of
+# /run/out/model_jobs.tsv:
+#   name <TAB> disk <TAB> iops|mb_s <TAB> model's figure <TAB> fio arguments <TAB> control disk
+
+# The figure ($1: iops or mb_s) of fio's terse v3 output in /tmp/fio.out:
+# read KiB/s and IOPS are fields 7 and 8, write's 48 and 49; a job does
+# one of the two.
+model_job_figure() {
+	awk -F';' -v m="$1" '{
+		bw = $7 + $48; iops = $8 + $49
+		printf "%.1f", (m == "iops") ? iops : bw * 1024 / 1e6 }' /tmp/fio.out
+}
+
+# Runs fio's arguments $2 on disk $1 under none; the figure $3 in GOT, or
+# why not in MODEL_ERR.
+model_job_run() {
+	GOT=""; MODEL_ERR=""
+	wait_devices "$1" > /tmp/wait.log
+	if [ ! -b "$1" ] || ! set_sched "$1" none; then
+		MODEL_ERR="$1 missing or none not selectable"
+		return 1
+	fi
+	# shellcheck disable=SC2086
+	if ! fio_q --filename="$1" $2; then
+		MODEL_ERR="fio: $(tail -2 /tmp/fio.log | tr '\n' ' ')"
+		return 1
+	fi
+	GOT=$(model_job_figure "$3")
+}
+
+model_in_band() { # measured model
+	awk -v g="$1" -v m="$2" 'BEGIN { r = g / m; exit !(r >= 0.85 && r <= 1.15) }'
+}
+
 emulated_model_timing() {
-	local jobs=/run/out/model_jobs.tsv n=0 name dev metric model args got
+	local jobs=/run/out/model_jobs.tsv n=0 name dev metric model args ctl
 	if [ ! -s $jobs ]; then
 		out "    1..1"
 		out "    not ok 1 model_jobs # $jobs missing or empty"
 		return
 	fi
-	out "    1..$(wc -l < $jobs)"
-	while IFS=$'\t' read -r name dev metric model args; do
+	out "    1..$(( 2 * $(wc -l < $jobs) ))"
+	while IFS=$'\t' read -r name dev metric model args ctl; do
 		n=$((n + 1))
-		wait_devices "$dev" > /tmp/wait.log
-		if [ ! -b "$dev" ] || ! set_sched "$dev" none; then
-			out "    not ok $n $name # $dev missing or none not selectable"
-			continue
-		fi
-		# shellcheck disable=SC2086
-		if ! fio_q --filename="$dev" $args; then
-			out "    not ok $n $name # fio: $(tail -2 /tmp/fio.log | tr '\n' ' ')"
-			continue
-		fi
-		# fio's terse v3: read KiB/s and IOPS are fields 7 and 8, write's
-		# 48 and 49; a job does one of the two.
-		got=$(awk -F';' -v m="$metric" '{
-			bw = $7 + $48; iops = $8 + $49
-			printf "%.1f", (m == "iops") ? iops : bw * 1024 / 1e6 }' /tmp/fio.out)
-		if awk -v g="$got" -v m="$model" 'BEGIN { r = g / m; exit !(r >= 0.85 && r <= 1.15) }'; then
-			out "    # $name on $(devname "$dev"): model $model $metric, guest $got"
+		if ! model_job_run "$dev" "$args" "$metric"; then
+			out "    not ok $n $name # $MODEL_ERR"
+		elif model_in_band "$GOT" "$model"; then
+			out "    # $name on $(devname "$dev"): model $model $metric, guest $GOT"
 			out "    ok $n $name"
 		else
-			out "    # $name on $(devname "$dev"): model $model $metric, guest $got: outside ±15 %"
+			out "    # $name on $(devname "$dev"): model $model $metric, guest $GOT: outside ±15 %"
 			out "    not ok $n $name"
+		fi
+		n=$((n + 1))
+		local cname="control_${name}_on_$(devname "$ctl")"
+		if ! model_job_run "$ctl" "$args" "$metric"; then
+			out "    not ok $n $cname # $MODEL_ERR"
+		elif model_in_band "$GOT" "$model"; then
+			out "    # $name on $(devname "$ctl"), judged against $(devname "$dev")'s model $model $metric: guest $GOT, inside ±15 %"
+			out "    not ok $n $cname # another device's timing passed as this one's: the band tells nothing apart"
+		else
+			out "    # $name on $(devname "$ctl"), judged against $(devname "$dev")'s model $model $metric: guest $GOT, outside ±15 % as it must be"
+			out "    ok $n $cname"
 		fi
 	done < $jobs
 }

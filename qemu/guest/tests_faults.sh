@@ -32,18 +32,20 @@ fault_len() {
 
 # The schedulers a fault test runs on: the C references mq-deadline and bfq,
 # then every Rust elevator. On the debug kernel, without FAULTS_LONG or
-# FULL_MATRIX (`--full-matrix`), only the Rust elevators not in
-# NARROW_SCHEDULERS (rust-deadline and rust-bfq): what the debug kernel
-# adds concerns our code, and the base kernel runs the references beside
-# every elevator.
-fault_scheds() {
+# FULL_MATRIX (`--full-matrix`), only the Rust elevators: what the debug
+# kernel adds concerns our code, and the base kernel runs the references
+# beside every elevator; and with "narrow" ($1), only those not in
+# NARROW_SCHEDULERS (rust-deadline and rust-bfq).
+fault_scheds() { # [narrow]
 	local s
 	for s in mq-deadline bfq $(echo $SCHEDULERS | tr ' ' '\n' | grep '^rust-'); do
 		case " $SCHEDULERS " in *" $s "*) ;; *) continue ;; esac
 		if [ "${FAULTS_LONG:-0}" != 1 ] && [ "${FULL_MATRIX:-0}" != 1 ] &&
 			[ "${KERNEL_FLAVOR:-}" = debug ]; then
 			case $s in rust-*) ;; *) continue ;; esac
-			case " ${NARROW_SCHEDULERS:-} " in *" $s "*) continue ;; esac
+			if [ "${1:-}" = narrow ]; then
+				case " ${NARROW_SCHEDULERS:-} " in *" $s "*) continue ;; esac
+			fi
 		fi
 		echo "$s"
 	done
@@ -241,7 +243,7 @@ fault_needs_injection() {
 # dispatch; every write must succeed and read back.
 fault_requeue() {
 	local scheds n=0 s times=1000000 used
-	scheds=$(fault_scheds)
+	scheds=$(fault_scheds narrow)
 	fault_plan "$(echo $scheds | wc -w)" || return
 	fault_needs_injection || return
 	for s in $scheds; do
@@ -266,7 +268,7 @@ fault_requeue() {
 # on the queue, nomerges 2, so that each request is one of fio's).
 fault_timeout() {
 	local scheds n=0 s times used requeues q
-	scheds=$(fault_scheds)
+	scheds=$(fault_scheds narrow)
 	fault_plan "$(echo $scheds | wc -w)" || return
 	fault_needs_injection || return
 	q=/sys/block/$FAULT_NULLB/queue
@@ -297,7 +299,7 @@ fault_timeout() {
 # back on its new hardware queues each time.
 fault_hw_queues() {
 	local scheds n=0 s next changes switches fio_pid secs
-	scheds=$(fault_scheds)
+	scheds=$(fault_scheds narrow)
 	fault_plan "$(echo $scheds | wc -w)" || return
 	secs=$(fault_len 1 30)
 	for s in $scheds; do
@@ -329,7 +331,7 @@ fault_hw_queues() {
 # device, and with FAULTS_LONG every device of DEVICES too.
 fault_switchers() {
 	local scheds devs n=0 dev secs
-	scheds=$(fault_scheds)
+	scheds=$(fault_scheds narrow)
 	devs=$FAULT_DEV
 	[ "${FAULTS_LONG:-0}" = 1 ] && devs="$devs $DEVICES"
 	fault_plan "$(echo $devs | wc -w)" || return
@@ -378,7 +380,7 @@ fault_switcher() { # dev pid scheds
 # scheduler included, and maps its software queue elsewhere.
 fault_cpu_hotplug() {
 	local scheds n=0 s cycles fio_pid secs cpu=/sys/devices/system/cpu/cpu1/online
-	scheds=$(fault_scheds)
+	scheds=$(fault_scheds narrow)
 	if [ ! -w $cpu ]; then
 		echo "CPU 1 cannot go offline (no $cpu: one CPU, or no CONFIG_HOTPLUG_CPU)" > /tmp/skip
 		out "    1..0"
@@ -653,7 +655,7 @@ fault_hot_remove() {
 		out "    1..0"
 		return
 	fi
-	scheds=$(fault_scheds)
+	scheds=$(fault_scheds narrow)
 	local -a rust=($(echo $scheds | tr ' ' '\n' | grep '^rust-'))
 	[ ${#rust[@]} -gt 0 ] || rust=($scheds)
 	if [ "${FAULTS_LONG:-0}" = 1 ]; then

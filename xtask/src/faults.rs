@@ -23,19 +23,29 @@ pub const FAULT_TESTS: &[&str] = &[
     "fault_hot_remove",
 ];
 
-/// The fault tests the default suite runs (short cases, on the base
-/// kernel): every fault test but the timeout injection, which costs the
-/// default suite more than it has left (45 s on the base kernel: each
-/// case waits out its timed-out requests' 1 s `io_timeout`). `--faults`
-/// runs them all, on both kernels, and `--only` any of them.
-pub const DEFAULT_FAULT_TESTS: &[&str] = &[
+/// The fault tests the default suite runs on the base kernel (short
+/// cases): every fault test the base kernel can run but the timeout
+/// injection, which costs the default suite more than it has left (45 s on
+/// the base kernel: each case waits out its timed-out requests' 1 s
+/// `io_timeout`). `--faults` runs them all, on both kernels, and `--only`
+/// any of them.
+pub const BASE_FAULT_TESTS: &[&str] = &[
     "fault_requeue",
     "fault_hw_queues",
     "fault_switchers",
     "fault_cpu_hotplug",
-    "fault_alloc",
     "fault_hot_remove",
 ];
+
+/// The fault tests the default suite runs on the debug kernel, before its
+/// kmemleak scan: the failing allocations (failslab, fail_page_alloc),
+/// which only the debug kernel has, on every Rust elevator, so that
+/// kmemleak looks at each one's failure paths.
+pub const DEBUG_FAULT_TESTS: &[&str] = &["fault_alloc"];
+
+/// Tests that need the debug kernel's options (failslab, kmemleak): on the
+/// base kernel they could only skip, so no list gives them there.
+pub const DEBUG_ONLY: &[&str] = &["fault_alloc", "kmemleak"];
 
 /// The soak (`--soak MINUTES`), never in the default list.
 pub const SOAK_TEST: &str = "fault_soak";
@@ -64,13 +74,18 @@ impl Mode {
         }
     }
 
-    /// The guest tests this mode runs when `--only` names none, `kmemleak`
-    /// last: for `Short`, the default suite `suite` with
-    /// [`DEFAULT_FAULT_TESTS`] after its other tests on the base kernel
-    /// (`base`; the debug kernel's default run has none); the fault tests
-    /// or the soak otherwise.
+    /// The guest tests this mode runs when `--only` names none: for
+    /// `Short`, the default suite `suite` with the flavour's fault tests
+    /// ([`BASE_FAULT_TESTS`] or [`DEBUG_FAULT_TESTS`]) after its other
+    /// tests; the fault tests or the soak otherwise. `kmemleak` comes last
+    /// on the debug kernel, and [`DEBUG_ONLY`] tests never on the base one
+    /// (`base`).
     pub fn tests(self, suite: &[&str], base: bool) -> Vec<String> {
-        let faults: &[&str] = if base { DEFAULT_FAULT_TESTS } else { &[] };
+        let faults: &[&str] = if base {
+            BASE_FAULT_TESTS
+        } else {
+            DEBUG_FAULT_TESTS
+        };
         let before: Vec<&str> = match self {
             Mode::Short => suite
                 .iter()
@@ -84,6 +99,7 @@ impl Mode {
         before
             .into_iter()
             .chain(["kmemleak"])
+            .filter(|t| !(base && DEBUG_ONLY.contains(t)))
             .map(String::from)
             .collect()
     }
@@ -134,21 +150,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_fault_tests_run_before_kmemleak() {
+    fn the_fault_tests_run_before_kmemleak_and_none_only_skips() {
         let suite = ["write_verify", "kmemleak"];
-        let t = Mode::Short.tests(&suite, true);
-        assert_eq!(t.first().unwrap(), "write_verify");
-        assert_eq!(t.last().unwrap(), "kmemleak");
-        assert_eq!(t.len(), 2 + DEFAULT_FAULT_TESTS.len());
-        assert_eq!(Mode::Short.tests(&suite, false), suite);
-        assert!(DEFAULT_FAULT_TESTS.iter().all(|f| FAULT_TESTS.contains(f)));
+        let base = Mode::Short.tests(&suite, true);
+        assert_eq!(base.first().unwrap(), "write_verify");
+        assert_eq!(base.len(), 1 + BASE_FAULT_TESTS.len());
+        let debug = Mode::Short.tests(&suite, false);
+        assert_eq!(debug, ["write_verify", "fault_alloc", "kmemleak"]);
+        for f in BASE_FAULT_TESTS
+            .iter()
+            .chain(DEBUG_FAULT_TESTS)
+            .chain(DEBUG_ONLY)
+        {
+            assert!(FAULT_TESTS.contains(f) || *f == "kmemleak", "{f}");
+        }
+        // The base kernel lists no test that can only skip there.
+        for mode in [Mode::Short, Mode::Long, Mode::Soak(30)] {
+            let t = mode.tests(&suite, true);
+            assert!(t.iter().all(|t| !DEBUG_ONLY.contains(&t.as_str())), "{t:?}");
+        }
         let long = Mode::Long.tests(&suite, false);
         assert_eq!(long.len(), FAULT_TESTS.len() + 1);
         assert_eq!(long.last().unwrap(), "kmemleak");
+        assert_eq!(Mode::Long.tests(&suite, true).len(), FAULT_TESTS.len() - 1);
         assert_eq!(Mode::Soak(30).tests(&suite, false), [SOAK_TEST, "kmemleak"]);
-        assert!(!Mode::Short
-            .tests(&suite, true)
-            .contains(&SOAK_TEST.to_string()));
+        assert_eq!(Mode::Soak(30).tests(&suite, true), [SOAK_TEST]);
+        assert!(!base.contains(&SOAK_TEST.to_string()));
     }
 
     #[test]

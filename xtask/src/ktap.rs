@@ -594,7 +594,10 @@ mod tests {
         );
         assert!(r.passed(), "{r}");
         assert_eq!(r.counts(), (0, 0, 1));
-        assert_eq!(r.skips(), [("a".to_string(), "nothing to test".to_string())]);
+        assert_eq!(
+            r.skips(),
+            [("a".to_string(), "nothing to test".to_string())]
+        );
     }
 
     #[test]
@@ -615,7 +618,10 @@ mod tests {
             r.skips(),
             [
                 ("rotational".to_string(), "no rotational device".to_string()),
-                ("debug_only".to_string(), "needs the debug kernel".to_string())
+                (
+                    "debug_only".to_string(),
+                    "needs the debug kernel".to_string()
+                )
             ]
         );
         let r = parse(
@@ -625,7 +631,10 @@ mod tests {
         assert!(r.passed(), "{r}");
         assert_eq!(
             r.retried(),
-            [("fairness/x".to_string(), "retried: 1.62 then 2.01".to_string())]
+            [(
+                "fairness/x".to_string(),
+                "retried: 1.62 then 2.01".to_string()
+            )]
         );
     }
 

@@ -31,8 +31,8 @@ mod report;
 mod results;
 mod seeds;
 mod stats;
-mod summary;
 mod suite;
+mod summary;
 mod test;
 mod util;
 

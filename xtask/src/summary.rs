@@ -85,6 +85,28 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// Adds one guest kernel's counts, its skips and retries as
+    /// (KTAP path, reason), named `FLAVOR/PATH`.
+    pub fn add_guest(
+        &mut self,
+        flavor: &str,
+        c: Counts,
+        skips: Vec<(String, String)>,
+        retried: Vec<(String, String)>,
+    ) {
+        self.guest.passed += c.passed;
+        self.guest.failed += c.failed;
+        self.guest.skipped += c.skipped;
+        let name = |path: String| format!("{flavor}/{path}");
+        self.skips
+            .extend(skips.into_iter().map(|(path, reason)| Skip {
+                name: name(path),
+                reason,
+            }));
+        self.retried
+            .extend(retried.into_iter().map(|(path, why)| (name(path), why)));
+    }
+
     /// The skips the allow-list does not name.
     pub fn unexpected<'a>(&'a self, expected: &[Expected]) -> Vec<&'a Skip> {
         self.skips
