@@ -1,5 +1,6 @@
-//! `cargo xtask deps`: find or install what the kernel build, QEMU and the
-//! guest need, and name exactly what is missing when it cannot install.
+//! `cargo xtask deps`: find or install what the kernel build, QEMU, the
+//! guest and the host tests need, and name exactly what is missing when it
+//! cannot install.
 
 use crate::util::{note, run, step, which};
 use anyhow::{bail, Context, Result};
@@ -68,6 +69,22 @@ pub const PACKAGES: &[(&str, &str)] = &[
     (
         "binutils",
         "objdump: naming module functions for --count-insns",
+    ),
+    (
+        "chromium",
+        "the host tests that load report.html and compare.html headless",
+    ),
+    (
+        "python3-venv",
+        "the venv (with ensurepip) that the host tests fill with kcidb-io from PyPI",
+    ),
+    (
+        "mount",
+        "losetup, mount and umount for the host tests of host-bench on a loop device",
+    ),
+    (
+        "git",
+        "the host tests of compare's two sides (worktrees, commits)",
     ),
 ];
 

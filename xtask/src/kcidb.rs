@@ -556,9 +556,23 @@ mod tests {
         assert_eq!(component("a.b c/d"), "a_b_c_d");
     }
 
+    /// The Python that makes the venv: Debian's (`/usr/bin/python3`,
+    /// with the `venv` module and ensurepip from `python3-venv`) where it
+    /// is, so that another `python3` first on PATH (pyenv's, say) does not
+    /// decide; else `python3` on PATH.
+    fn base_python() -> PathBuf {
+        let debian = Path::new("/usr/bin/python3");
+        if debian.is_file() {
+            debian.to_path_buf()
+        } else {
+            PathBuf::from("python3")
+        }
+    }
+
     /// A Python with `kcidb-io` installed: a venv in the cache
     /// (`venv-kcidb`), made and filled with pip on first use. Err: why
-    /// there is none (no venv module, pip or PyPI).
+    /// there is none (no python3, no venv module or ensurepip, no PyPI),
+    /// and how to get it.
     fn kcidb_python() -> Result<PathBuf, String> {
         let venv = util::cache_root(None).join("venv-kcidb");
         let python = venv.join("bin/python");
@@ -578,25 +592,35 @@ mod tests {
         let fail = |what: &str, o: std::io::Result<std::process::Output>| -> Result<(), String> {
             match o {
                 Ok(o) if o.status.success() => Ok(()),
-                Ok(o) => Err(format!(
-                    "{what} failed: {}",
-                    String::from_utf8_lossy(&o.stderr)
-                        .trim()
-                        .lines()
-                        .last()
-                        .unwrap_or("")
-                )),
+                // The last lines it said, on either stream (venv tells
+                // of a missing ensurepip on stdout).
+                Ok(o) => {
+                    let said = format!(
+                        "{}\n{}",
+                        String::from_utf8_lossy(&o.stdout),
+                        String::from_utf8_lossy(&o.stderr)
+                    );
+                    let lines: Vec<&str> = said.lines().filter(|l| !l.trim().is_empty()).collect();
+                    Err(format!(
+                        "{what} failed ({}):\n{}",
+                        o.status,
+                        lines[lines.len().saturating_sub(8)..].join("\n")
+                    ))
+                }
                 Err(e) => Err(format!("{what}: {e}")),
             }
         };
+        let base = base_python();
         let r = fail(
-            "python3 -m venv",
-            Command::new("python3")
-                .arg("-m")
-                .arg("venv")
-                .arg(&tmp)
-                .output(),
+            &format!("{} -m venv", base.display()),
+            Command::new(&base).arg("-m").arg("venv").arg(&tmp).output(),
         )
+        .map_err(|e| {
+            format!(
+                "{e}\n(the venv needs Python's venv module and ensurepip: \
+                 `apt-get install python3-venv`, or `cargo xtask deps`)"
+            )
+        })
         .and_then(|_| {
             fail(
                 "pip install kcidb-io",
@@ -604,12 +628,19 @@ mod tests {
                     .args(["-m", "pip", "install", "-q", "kcidb-io"])
                     .output(),
             )
+            .map_err(|e| format!("{e}\n(pip fetches kcidb-io from PyPI, which must be reachable)"))
         });
         if let Err(e) = r {
             let _ = fs::remove_dir_all(&tmp);
             return Err(e);
         }
+        // A venv left without kcidb-io (a broken earlier one) gives way
+        // to the new one; one another test made meanwhile is kept.
         if fs::rename(&tmp, &venv).is_err() {
+            if !has(&python) {
+                let _ = fs::remove_dir_all(&venv);
+                let _ = fs::rename(&tmp, &venv);
+            }
             let _ = fs::remove_dir_all(&tmp);
         }
         if has(&python) {
@@ -651,13 +682,8 @@ mod tests {
 
     #[test]
     fn kcidb_io_validates_the_output() {
-        let python = match kcidb_python() {
-            Ok(p) => p,
-            Err(why) => {
-                eprintln!("SKIPPED kcidb_io_validates_the_output: no kcidb-io: {why}");
-                return;
-            }
-        };
+        let python =
+            kcidb_python().unwrap_or_else(|why| panic!("no kcidb-io to validate with: {why}"));
         let docs = [
             ("fio-basic", fio_doc().0),
             ("fio-basic-legacy", doc_of::<Fio>("fio-basic-legacy")),

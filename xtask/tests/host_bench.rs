@@ -1,8 +1,13 @@
 //! `cargo xtask host-bench` on real block devices of this host: a loop
 //! device over a sparse file (read-only, then `--destructive` on the fresh
 //! device, then the refusals once it holds a file system and is mounted),
-//! and a null_blk device if the host kernel has the module. They need root
-//! and the tools (losetup, fio); without them each test says why it skips.
+//! and a null_blk device. A missing tool fails a test, naming the Debian
+//! package (`cargo xtask deps` installs them all). Not being root, and for
+//! null_blk a host kernel without the module or with it loaded already,
+//! are skips, recorded by [`skip::skip`].
+
+#[path = "../src/skip.rs"]
+mod skip;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -11,25 +16,54 @@ fn xtask() -> Command {
     Command::new(env!("CARGO_BIN_EXE_xtask"))
 }
 
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {tool}"))
-        .output()
-        .is_ok_and(|o| o.status.success())
+/// The tools the loop device's test runs, itself or through host-bench,
+/// each with the Debian package that has it.
+const TOOLS: &[(&str, &str)] = &[
+    ("losetup", "mount"),
+    ("mount", "mount"),
+    ("umount", "mount"),
+    ("fio", "fio"),
+    ("blkid", "util-linux"),
+    ("wipefs", "util-linux"),
+    ("mkfs.ext4", "e2fsprogs"),
+];
+
+/// Fails the test if one of `tools` (name, Debian package) is not on
+/// PATH, saying how to install it.
+fn require(test: &str, tools: &[(&str, &str)]) {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let missing: Vec<&(&str, &str)> = tools
+        .iter()
+        .filter(|(t, _)| !std::env::split_paths(&path).any(|d| d.join(t).is_file()))
+        .collect();
+    let mut packages: Vec<&str> = missing.iter().map(|(_, p)| *p).collect();
+    packages.sort_unstable();
+    packages.dedup();
+    assert!(
+        missing.is_empty(),
+        "{test}: {} not on PATH; install with `apt-get install {}` (or `cargo xtask deps`)",
+        missing
+            .iter()
+            .map(|(t, _)| *t)
+            .collect::<Vec<_>>()
+            .join(", "),
+        packages.join(" ")
+    );
 }
 
-/// Why these tests cannot run here, if they cannot.
-fn cannot_run() -> Option<String> {
-    let uid = Command::new("id").arg("-u").output().ok()?;
-    if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
-        return Some("not root (host-bench selects schedulers in sysfs)".into());
-    }
-    ["losetup", "fio", "blkid", "wipefs"]
-        .into_iter()
-        .find(|t| !have(t))
-        .map(|t| format!("{t} is missing"))
+/// Root, which host-bench needs (it selects schedulers in sysfs). Not
+/// root: the test skips before it looks for tools, as a user's PATH may
+/// leave out the sbin folders that hold them.
+fn is_root() -> bool {
+    let uid = Command::new("id")
+        .arg("-u")
+        .output()
+        .expect("id (coreutils)");
+    String::from_utf8_lossy(&uid.stdout).trim() == "0"
 }
+
+/// The reason recorded when a test skips for not being root.
+const NOT_ROOT: &str = "not root (host-bench selects schedulers in sysfs)";
 
 fn text(o: &Output) -> String {
     format!(
@@ -135,10 +169,11 @@ fn check_results(out: &Path, all_output: &str) -> Vec<String> {
 
 #[test]
 fn host_bench_on_a_loop_device() {
-    if let Some(why) = cannot_run() {
-        eprintln!("SKIPPED host_bench_on_a_loop_device: {why}");
-        return;
+    const NAME: &str = "host_bench_on_a_loop_device";
+    if !is_root() {
+        return skip::skip(NAME, NOT_ROOT);
     }
+    require(NAME, TOOLS);
     // Above 1 GiB: the sequential workloads start their second job at 512 MiB.
     let lo = Loop::new(1200);
     let before = scheduler(&lo.dev);
@@ -171,69 +206,71 @@ fn host_bench_on_a_loop_device() {
     assert_eq!(scheduler(&lo.dev), before);
 
     // A file system on it: refused, unless --force; mounted: refused.
-    if have("mkfs.ext4") {
-        let o = Command::new("mkfs.ext4")
-            .args(["-q", "-F"])
-            .arg(&lo.dev)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", text(&o));
-        let (ok, log) = host_bench(&lo.dev, &scratch.join("fs"), &["--destructive"]);
-        assert!(
-            !ok && log.contains("holds data") && log.contains("ext4"),
-            "{log}"
-        );
-        let mnt = scratch.join("mnt");
-        std::fs::create_dir_all(&mnt).unwrap();
-        if Command::new("mount")
-            .arg(&lo.dev)
-            .arg(&mnt)
-            .status()
-            .is_ok_and(|s| s.success())
-        {
-            let (ok, log) = host_bench(&lo.dev, &scratch.join("fs"), &["--destructive", "--force"]);
-            let _ = Command::new("umount").arg(&mnt).status();
-            assert!(!ok && log.contains("is mounted on"), "{log}");
-        } else {
-            eprintln!(
-                "host_bench_on_a_loop_device: mounting ext4 failed; the mounted case untested"
-            );
-        }
-    } else {
-        eprintln!("host_bench_on_a_loop_device: no mkfs.ext4; the refusals untested");
-    }
+    let o = Command::new("mkfs.ext4")
+        .args(["-q", "-F"])
+        .arg(&lo.dev)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "mkfs.ext4: {}", text(&o));
+    let (ok, log) = host_bench(&lo.dev, &scratch.join("fs"), &["--destructive"]);
+    assert!(
+        !ok && log.contains("holds data") && log.contains("ext4"),
+        "{log}"
+    );
+    let mnt = scratch.join("mnt");
+    std::fs::create_dir_all(&mnt).unwrap();
+    let o = Command::new("mount")
+        .arg(&lo.dev)
+        .arg(&mnt)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "mounting the ext4: {}", text(&o));
+    let (ok, log) = host_bench(&lo.dev, &scratch.join("fs"), &["--destructive", "--force"]);
+    let o = Command::new("umount").arg(&mnt).output().unwrap();
+    assert!(!ok && log.contains("is mounted on"), "{log}");
+    assert!(o.status.success(), "umount: {}", text(&o));
     let _ = std::fs::remove_dir_all(&scratch);
 }
 
 #[test]
 fn host_bench_on_null_blk() {
-    if let Some(why) = cannot_run() {
-        eprintln!("SKIPPED host_bench_on_null_blk: {why}");
-        return;
+    const NAME: &str = "host_bench_on_null_blk";
+    if !is_root() {
+        return skip::skip(NAME, NOT_ROOT);
     }
+    require(
+        NAME,
+        &[
+            ("fio", "fio"),
+            ("blkid", "util-linux"),
+            ("wipefs", "util-linux"),
+            ("modprobe", "kmod"),
+        ],
+    );
     if Path::new("/sys/module/null_blk").exists() {
-        eprintln!(
-            "SKIPPED host_bench_on_null_blk: null_blk is loaded already (not ours to change)"
+        return skip::skip(NAME, "null_blk is loaded already (not ours to change)");
+    }
+    // Whether the host kernel has the module at all (a dry run): kmod
+    // says "Module null_blk not found" when it has not. Any other failure,
+    // here or loading it, fails the test.
+    let o = Command::new("modprobe")
+        .args(["--dry-run", "null_blk"])
+        .output()
+        .unwrap();
+    if !o.status.success() {
+        let said = text(&o);
+        assert!(
+            said.contains("Module null_blk not found"),
+            "modprobe --dry-run null_blk failed: {said}"
         );
-        return;
+        eprintln!("{NAME}: {}", said.trim());
+        return skip::skip(NAME, "the host kernel has no null_blk module");
     }
     let o = Command::new("modprobe")
         .args(["null_blk", "nr_devices=1", "gb=2"])
-        .output();
-    match o {
-        Ok(o) if o.status.success() => {}
-        Ok(o) => {
-            eprintln!(
-                "SKIPPED host_bench_on_null_blk: the host kernel has no null_blk ({})",
-                text(&o).trim()
-            );
-            return;
-        }
-        Err(e) => {
-            eprintln!("SKIPPED host_bench_on_null_blk: modprobe: {e}");
-            return;
-        }
-    }
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "modprobe null_blk: {}", text(&o));
     let out =
         std::env::temp_dir().join(format!("ironlift-host-bench-nullb-{}", std::process::id()));
     let (ok, log) = host_bench(

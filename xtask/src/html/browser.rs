@@ -1,8 +1,8 @@
 //! The HTML reports in a browser: headless Chromium (Debian `chromium`)
 //! loads each page with a checker added around it, and the dumped DOM
 //! says whether the page loaded without errors, whether every chart drew
-//! something, and what the tables hold. Skipped, with the reason, where
-//! Chromium is absent.
+//! something, and what the tables hold. Without Chromium the tests fail,
+//! saying how to install it.
 
 use crate::suite::fio::Results;
 use std::fs;
@@ -20,10 +20,13 @@ const TAIL_CHECK: &str = "<script>addEventListener('load',()=>{const s=[...docum
 const drawn=s.filter(g=>{const b=g.getBBox();return g.querySelectorAll('rect,path,circle,polyline,line').length>1&&b.width>0&&b.height>0;}).length;\
 document.body.setAttribute('data-check',JSON.stringify({svgs:s.length,drawn:drawn,errors:window.__errors}));});</script>";
 
-/// Chromium, or why the test cannot run.
-fn chromium() -> Result<PathBuf, String> {
-    crate::util::which("chromium").ok_or_else(|| {
-        "no chromium on PATH (Debian: apt-get install chromium); the HTML reports are not checked in a browser".into()
+/// Chromium on PATH; fails the test, saying how to install it, if none.
+fn chromium() -> PathBuf {
+    crate::util::which("chromium").unwrap_or_else(|| {
+        panic!(
+            "no chromium on PATH to check the HTML reports in: install it with \
+             `apt-get install chromium` (or `cargo xtask deps`)"
+        )
     })
 }
 
@@ -175,10 +178,7 @@ fn rendered(name: &str) -> PathBuf {
 
 #[test]
 fn run_reports_load_draw_and_hold_the_figures_in_chromium() {
-    let chromium = match chromium() {
-        Ok(c) => c,
-        Err(why) => return eprintln!("skipped: {why}"),
-    };
+    let chromium = chromium();
     for (name, charts) in [("fio-basic", 3), ("startup", 2), ("jobs-1-8", 1)] {
         let dir = rendered(name);
         let md = fs::read_to_string(dir.join("report.md")).unwrap();
@@ -212,10 +212,7 @@ fn run_reports_load_draw_and_hold_the_figures_in_chromium() {
 
 #[test]
 fn the_comparison_page_loads_draws_and_holds_the_figures_in_chromium() {
-    let chromium = match chromium() {
-        Ok(c) => c,
-        Err(why) => return eprintln!("skipped: {why}"),
-    };
+    let chromium = chromium();
     let dir = std::env::temp_dir().join(format!("xtask-html-compare-{}", std::process::id()));
     let _ = fs::remove_dir_all(&dir);
     fs::create_dir_all(&dir).unwrap();
@@ -229,10 +226,7 @@ fn the_comparison_page_loads_draws_and_holds_the_figures_in_chromium() {
 
 #[test]
 fn the_checker_catches_errors_and_empty_charts() {
-    let chromium = match chromium() {
-        Ok(c) => c,
-        Err(why) => return eprintln!("skipped: {why}"),
-    };
+    let chromium = chromium();
     let dir = std::env::temp_dir().join(format!("xtask-html-broken-{}", std::process::id()));
     let _ = fs::remove_dir_all(&dir);
     fs::create_dir_all(&dir).unwrap();
