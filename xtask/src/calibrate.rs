@@ -11,7 +11,9 @@
 //! `nbd-null-*` device of the disk's bus): what the guest gets with no
 //! device time at all. A job whose model is faster than that less the
 //! tolerance is beyond what the guest's path carries, and is shown but
-//! not judged.
+//! not judged. The run fails on a job that failed, a judged job off its
+//! model, or a device with no judged job ([`judge`]): a device the guest
+//! cannot show has not been checked, whatever its rows say.
 
 use crate::devices::{self, Device, ModelDisk};
 use crate::flags::DevicesCmd;
@@ -329,9 +331,9 @@ pub fn run(o: &DevicesCmd) -> Result<()> {
     if !o.configured_size {
         used = used.iter().map(|(n, d)| (n.clone(), whole(d))).collect();
     }
-    let names: Vec<&str> = used.iter().map(|(n, _)| n.as_str()).collect();
+    let ran: Vec<String> = used.iter().map(|(n, _)| n.clone()).collect();
     let (tsv, mut rows) = plan(&used, &all)?;
-    let names = names.join(", ");
+    let names = ran.join(", ");
     // The path devices of the disks' buses, attached beside the disks.
     let paths: BTreeSet<&str> = used.iter().map(|(_, d)| path_device(d)).collect();
     for p in paths {
@@ -381,7 +383,7 @@ pub fn run(o: &DevicesCmd) -> Result<()> {
         row.path = measured(&out.join("runs"), path_id, row.metric);
     }
     let rows: Vec<Row> = rows.into_iter().map(|(_, _, r)| r).collect();
-    write_table(&out, &used, &rows, &lags)?;
+    write_table(&out, &ran, &used, &rows, &lags)?;
     note(&format!("table: {}", out.join("devices.md").display()));
     if r.timed_out {
         bail!(
@@ -389,12 +391,154 @@ pub fn run(o: &DevicesCmd) -> Result<()> {
             boot.console_log.display()
         );
     }
-    verdict(&rows)
+    judge(&ran, &rows)
 }
 
-/// devices.md in `out`, and the same on the terminal.
+/// What one device's rows come to: its jobs by verdict.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DeviceVerdict {
+    pub device: String,
+    /// Judged, and within the tolerance.
+    pub within: Vec<String>,
+    /// Judged, and off the model by more than the tolerance.
+    pub outside: Vec<String>,
+    /// Shown but not judged: the model is beyond the path.
+    pub not_judged: Vec<String>,
+    /// Failed in the guest (the job or its path job).
+    pub failed: Vec<String>,
+}
+
+impl DeviceVerdict {
+    /// How many of the device's jobs were judged.
+    pub fn judged(&self) -> usize {
+        self.within.len() + self.outside.len()
+    }
+
+    /// The device's conclusion, from its judged jobs only.
+    pub fn conclusion(&self) -> String {
+        if !self.failed.is_empty() {
+            format!("fails: {} job(s) failed", self.failed.len())
+        } else if self.judged() == 0 {
+            "fails: no job judged, nothing checked".to_string()
+        } else if !self.outside.is_empty() {
+            format!("fails: off the model on {}", self.outside.join(", "))
+        } else {
+            format!("holds: every judged job within ±{:.0} %", TOLERANCE * 100.0)
+        }
+    }
+}
+
+/// Each device the run ran (`devices`, in order, then any other device
+/// `rows` name) with its rows' verdicts. A device with no row is there
+/// with nothing judged.
+pub fn by_device(devices: &[String], rows: &[Row]) -> Vec<DeviceVerdict> {
+    let mut out: Vec<DeviceVerdict> = devices
+        .iter()
+        .map(|d| DeviceVerdict {
+            device: d.clone(),
+            ..Default::default()
+        })
+        .collect();
+    for r in rows {
+        let i = match out.iter().position(|v| v.device == r.device) {
+            Some(i) => i,
+            None => {
+                out.push(DeviceVerdict {
+                    device: r.device.clone(),
+                    ..Default::default()
+                });
+                out.len() - 1
+            }
+        };
+        let v = &mut out[i];
+        let job = r.job.clone();
+        match r.verdict() {
+            Verdict::Within => v.within.push(job),
+            Verdict::Outside => v.outside.push(job),
+            Verdict::BeyondPath => v.not_judged.push(job),
+            Verdict::Failed(_) => v.failed.push(job),
+        }
+    }
+    out
+}
+
+/// The run's verdict over its rows: an error naming the jobs that
+/// failed, the judged jobs off their model, and every device of
+/// `devices` (the emulated devices the run ran) with no judged job.
+/// Rows not judged count for nothing, neither way.
+pub fn judge(devices: &[String], rows: &[Row]) -> Result<()> {
+    let verdicts = by_device(devices, rows);
+    let mut problems = Vec::new();
+    let failed: Vec<String> = verdicts
+        .iter()
+        .flat_map(|v| v.failed.iter().map(|j| format!("{} {j}", v.device)))
+        .collect();
+    if !failed.is_empty() {
+        problems.push(format!(
+            "{} of {} jobs failed in the guest ({}; see the table and runs/*.err)",
+            failed.len(),
+            rows.len(),
+            failed.join(", ")
+        ));
+    }
+    let outside: Vec<String> = verdicts
+        .iter()
+        .flat_map(|v| v.outside.iter().map(|j| format!("{} {j}", v.device)))
+        .collect();
+    if !outside.is_empty() {
+        problems.push(format!(
+            "the guest is off the model by more than ±{:.0} % on {}",
+            TOLERANCE * 100.0,
+            outside.join(", ")
+        ));
+    }
+    let unjudged: Vec<&str> = verdicts
+        .iter()
+        .filter(|v| v.judged() == 0)
+        .map(|v| v.device.as_str())
+        .collect();
+    if !unjudged.is_empty() {
+        problems.push(format!(
+            "no job was judged on {}: every job there failed or has a model beyond \
+             what the guest's path carries, so the guest checked nothing of it",
+            unjudged.join(", ")
+        ));
+    }
+    if !problems.is_empty() {
+        bail!("{}", problems.join("; "));
+    }
+    Ok(())
+}
+
+/// The verdict table, markdown: each device's jobs by verdict and its
+/// conclusion, drawn from its judged jobs alone.
+pub fn verdict_markdown(devices: &[String], rows: &[Row]) -> String {
+    let mut s = format!(
+        "| device | jobs | judged | within ±{:.0} % | off the model | not judged (excluded) | \
+         failed | verdict |\n|---|---:|---:|---:|---:|---:|---:|---|\n",
+        TOLERANCE * 100.0
+    );
+    for v in by_device(devices, rows) {
+        s.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            v.device,
+            v.judged() + v.not_judged.len() + v.failed.len(),
+            v.judged(),
+            v.within.len(),
+            v.outside.len(),
+            v.not_judged.len(),
+            v.failed.len(),
+            v.conclusion()
+        ));
+    }
+    s
+}
+
+/// devices.md in `out`, and the same on the terminal. `ran` are the
+/// emulated devices the run judges.
 fn write_table(
     out: &Path,
+    ran: &[String],
     used: &[(String, Device)],
     rows: &[Row],
     lags: &[blkserve::Lag],
@@ -409,39 +553,17 @@ fn write_table(
          calibration figure (whole device). Model: the job on a fresh model over the \
          export's size, at most {NBD_IN_FLIGHT} deep (QEMU's NBD client). Path alone: the \
          job on the `null` model behind the same attachment, the most the guest gets \
-         through it. Guest: fio under `none`.\n\n{}\n## Device servers\n\n{}",
+         through it. Guest: fio under `none`. A job whose model is faster than the path \
+         alone less the tolerance is not judged: its row is shown, and it counts for \
+         nothing in the verdict below.\n\n{}\n## Verdict\n\nBy device, from the judged \
+         jobs alone. The run fails on a failed job, a judged job off its model, or a device \
+         with no judged job.\n\n{}\n## Device servers\n\n{}",
         table_markdown(rows),
+        verdict_markdown(ran, rows),
         blkserve::lag_markdown(lags)
     );
     fs::write(out.join("devices.md"), &text)?;
     println!("{text}");
-    Ok(())
-}
-
-/// An error naming the jobs that failed, else the jobs off their model.
-fn verdict(rows: &[Row]) -> Result<()> {
-    let failed = rows
-        .iter()
-        .filter(|r| matches!(r.verdict(), Verdict::Failed(_)))
-        .count();
-    if failed > 0 {
-        bail!(
-            "{failed} of {} jobs failed in the guest (see the table and runs/*.err)",
-            rows.len()
-        );
-    }
-    let outside: Vec<String> = rows
-        .iter()
-        .filter(|r| r.verdict() == Verdict::Outside)
-        .map(|r| format!("{} {}", r.device, r.job))
-        .collect();
-    if !outside.is_empty() {
-        bail!(
-            "the guest is off the model by more than ±{:.0} % on {}",
-            TOLERANCE * 100.0,
-            outside.join(", ")
-        );
-    }
     Ok(())
 }
 
@@ -559,6 +681,106 @@ mod tests {
             "{}",
             lines[5]
         );
+    }
+
+    /// A row of `device`: the model 100, the path alone `path`, the guest
+    /// `guest`.
+    fn judged_row(device: &str, job: &str, guest: f64, path: f64) -> Row {
+        Row {
+            device: device.into(),
+            job: job.into(),
+            metric: Metric::Iops,
+            target: None,
+            model: 100.0,
+            guest: Ok(guest),
+            path: Ok(path),
+        }
+    }
+
+    fn names(d: &[&str]) -> Vec<String> {
+        d.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_device_with_no_judged_job_fails_the_run() {
+        // The path alone carries 90: no model of 100 shows through it.
+        let rows = [
+            judged_row("hdd-7200", "a", 98.0, 5000.0),
+            judged_row("sata-ssd", "a", 80.0, 90.0),
+            judged_row("sata-ssd", "b", 100.0, 90.0),
+        ];
+        let e = judge(&names(&["hdd-7200", "sata-ssd"]), &rows)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no job was judged on sata-ssd:"), "{e}");
+        assert!(!e.contains("hdd-7200"), "{e}");
+        // A device the run ran with no row at all checked nothing either.
+        let e = judge(&names(&["hdd-7200", "emmc"]), &rows[..1])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no job was judged on emmc:"), "{e}");
+        // Its only row failed: nothing judged there.
+        let failed = Row {
+            guest: Err("fio failed: x".into()),
+            ..judged_row("emmc", "c", 0.0, 5000.0)
+        };
+        let e = judge(&names(&["hdd-7200", "emmc"]), &[rows[0].clone(), failed])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("1 of 2 jobs failed in the guest (emmc c;"),
+            "{e}"
+        );
+        assert!(e.contains("no job was judged on emmc:"), "{e}");
+    }
+
+    #[test]
+    fn one_judged_job_within_the_tolerance_passes() {
+        let rows = [
+            judged_row("sata-ssd", "a", 20.0, 90.0),
+            judged_row("sata-ssd", "b", 88.0, 5000.0),
+            judged_row("sata-ssd", "c", 30.0, 95.0),
+        ];
+        assert_eq!(rows[1].verdict(), Verdict::Within);
+        judge(&names(&["sata-ssd"]), &rows).unwrap();
+        // The unjudged rows are counted apart and left out of the
+        // conclusion.
+        let md = verdict_markdown(&names(&["sata-ssd"]), &rows);
+        assert_eq!(
+            md.lines().nth(2),
+            Some("| sata-ssd | 3 | 1 | 1 | 0 | 2 | 0 | holds: every judged job within ±15 % |")
+        );
+    }
+
+    #[test]
+    fn a_judged_job_off_its_model_fails_the_run() {
+        let rows = [
+            judged_row("hdd-7200", "a", 100.0, 5000.0),
+            judged_row("hdd-7200", "b", 84.0, 5000.0),
+            judged_row("emmc", "c", 116.0, 5000.0),
+            judged_row("emmc", "d", 10.0, 95.0),
+        ];
+        let e = judge(&names(&["hdd-7200", "emmc"]), &rows)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "the guest is off the model by more than ±15 % on hdd-7200 b, emmc c"
+        );
+        let md = verdict_markdown(&names(&["hdd-7200", "emmc"]), &rows);
+        let lines: Vec<&str> = md.lines().collect();
+        assert_eq!(
+            lines[2],
+            "| hdd-7200 | 2 | 2 | 1 | 1 | 0 | 0 | fails: off the model on b |"
+        );
+        assert_eq!(
+            lines[3],
+            "| emmc | 2 | 1 | 0 | 1 | 1 | 0 | fails: off the model on c |"
+        );
+        let md = verdict_markdown(&names(&["nvme"]), &[]);
+        assert!(md.ends_with(
+            "| nvme | 0 | 0 | 0 | 0 | 0 | 0 | fails: no job judged, nothing checked |\n"
+        ));
     }
 
     #[test]
