@@ -41,11 +41,14 @@ pub struct Skip {
     pub reason: String,
 }
 
-/// One entry of the allow-list.
+/// One entry of the allow-list: the test, the reason it gives when it
+/// skips (`says`: the same test skipping for another reason is not
+/// expected), and why that skip is acceptable.
 #[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct Expected {
     pub test: String,
+    pub says: String,
     pub reason: String,
 }
 
@@ -67,8 +70,10 @@ fn parse_expected(text: &str) -> Result<Vec<Expected>> {
     let f: ExpectedFile = toml::from_str(text)?;
     for e in &f.skip {
         anyhow::ensure!(
-            !e.test.trim().is_empty() && !e.reason.trim().is_empty(),
-            "an entry without a test name or a reason: {e:?}"
+            [&e.test, &e.says, &e.reason]
+                .iter()
+                .all(|f| !f.trim().is_empty()),
+            "an entry without a test name, what it says or a reason: {e:?}"
         );
     }
     Ok(f.skip)
@@ -111,7 +116,11 @@ impl Summary {
     pub fn unexpected<'a>(&'a self, expected: &[Expected]) -> Vec<&'a Skip> {
         self.skips
             .iter()
-            .filter(|s| !expected.iter().any(|e| e.test == s.name))
+            .filter(|s| {
+                !expected
+                    .iter()
+                    .any(|e| e.test == s.name && e.says == s.reason)
+            })
             .collect()
     }
 
@@ -277,10 +286,18 @@ test result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; 
             ],
             retried: vec![("base/fairness/rust-bfq".into(), "retried".into())],
         };
-        let listed = vec![Expected {
-            test: "debug/fairness/rust-bfq".into(),
-            reason: "judged on the base kernel".into(),
-        }];
+        let listed = vec![
+            Expected {
+                test: "debug/fairness/rust-bfq".into(),
+                says: "ratio judged on the base kernel only".into(),
+                reason: "the debug kernel's CPU decides".into(),
+            },
+            Expected {
+                test: "host/x".into(),
+                says: "not root".into(),
+                reason: "another reason than the one it gave".into(),
+            },
+        ];
         let u = s.unexpected(&listed);
         assert_eq!(u.len(), 1);
         assert_eq!(u[0].name, "host/x");
@@ -300,7 +317,9 @@ test result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; 
     fn the_allow_list_parses_and_every_entry_has_a_reason() {
         let list = expected(&crate::util::repo_root()).unwrap();
         assert!(list.iter().all(|e| !e.reason.is_empty()));
-        assert!(parse_expected("[[skip]]\ntest = \"host/x\"\nreason = \"\"\n").is_err());
-        assert!(parse_expected("[[skip]]\ntest = \"host/x\"\n").is_err());
+        assert!(
+            parse_expected("[[skip]]\ntest = \"host/x\"\nsays = \"why\"\nreason = \"\"\n").is_err()
+        );
+        assert!(parse_expected("[[skip]]\ntest = \"host/x\"\nreason = \"why\"\n").is_err());
     }
 }
