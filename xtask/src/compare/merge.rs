@@ -210,38 +210,48 @@ impl Merged {
         }
     }
 
-    /// Every metric of every case both sides measured, compared at `level`.
+    /// Every metric of every case both sides measured, compared at
+    /// `level`, all of them judged together ([`stats::compare_family`]).
     pub fn compare(&self, level: f64) -> Vec<Row> {
-        let mut rows = Vec::new();
+        // One value a boot: the mean of its runs'.
+        let values = |boots: &[Vec<Measured>], metric: &Metric| -> Vec<f64> {
+            boots
+                .iter()
+                .filter_map(|runs| {
+                    let v: Vec<f64> = runs.iter().filter_map(|m| (metric.get)(m)).collect();
+                    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+                })
+                .collect()
+        };
+        let mut judged: Vec<(&Case, &Metric, Vec<f64>, Vec<f64>)> = Vec::new();
         for case in &self.cases {
             let [base, cand] = &self.samples[case];
+            if base.is_empty() || cand.is_empty() {
+                continue;
+            }
             for metric in METRICS {
-                // One value a boot: the mean of its runs'.
-                let values = |boots: &[Vec<Measured>]| -> Vec<f64> {
-                    boots
-                        .iter()
-                        .filter_map(|runs| {
-                            let v: Vec<f64> = runs.iter().filter_map(|m| (metric.get)(m)).collect();
-                            (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
-                        })
-                        .collect()
-                };
-                let Some(cmp) = stats::compare(&values(base), &values(cand), metric.dir, level)
-                else {
-                    continue;
-                };
-                rows.push(Row {
+                judged.push((case, metric, values(base, metric), values(cand, metric)));
+            }
+        }
+        let family: Vec<(&[f64], &[f64], Direction)> = judged
+            .iter()
+            .map(|(_, m, b, c)| (b.as_slice(), c.as_slice(), m.dir))
+            .collect();
+        stats::compare_family(&family, level)
+            .into_iter()
+            .zip(&judged)
+            .filter_map(|(cmp, (case, metric, _, _))| {
+                Some(Row {
                     device: case.0.clone(),
                     workload: case.1.clone(),
                     scheduler: case.2.clone(),
                     metric: metric.name,
                     unit: metric.unit,
                     direction: metric.dir,
-                    cmp,
-                });
-            }
-        }
-        rows
+                    cmp: cmp?,
+                })
+            })
+            .collect()
     }
 }
 
@@ -280,7 +290,10 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("ironlift-merge-{}", std::process::id()));
         fs::create_dir_all(&dir).unwrap();
         let mut m = Merged::default();
-        for boot in 0..4 {
+        // Eight boots a side: the family is every metric of the canned
+        // file's cases, and samples fully apart need eight a side to be
+        // significant among so many (checked below).
+        for boot in 0..8 {
             for side in 0..2 {
                 let mut res = canned("none", 1.0);
                 for r in res.runs.iter_mut() {
@@ -307,6 +320,7 @@ mod tests {
             }
         }
         let rows = m.compare(0.95);
+        assert_eq!(stats::fewest_samples(0.95, rows.len()), Some(8));
         let changes = m.function_changes(&rows);
         fs::remove_dir_all(&dir).unwrap();
         assert!(!changes.is_empty());
@@ -320,9 +334,9 @@ mod tests {
     #[test]
     fn boots_pool_per_side_and_a_scaled_scheduler_stands_out() {
         let mut m = Merged::default();
-        // Four boots a side; the candidate's mq-deadline does 20 % fewer
-        // IOPS. A boot is one sample, whatever its runs.
-        for _ in 0..4 {
+        // Eight boots a side (as above); the candidate's mq-deadline does
+        // 20 % fewer IOPS. A boot is one sample, whatever its runs.
+        for _ in 0..8 {
             m.add(0, &canned("none", 1.0));
             m.add(1, &canned("mq-deadline", 0.8));
         }
@@ -335,7 +349,8 @@ mod tests {
         assert!(!iops("mq-deadline").is_empty());
         for r in iops("mq-deadline") {
             assert!((r.cmp.ratio - 0.8).abs() < 1e-9, "{r:?}");
-            assert_eq!((r.cmp.n_base, r.cmp.n_candidate), (4, 4));
+            assert_eq!((r.cmp.n_base, r.cmp.n_candidate), (8, 8));
+            assert_eq!(r.cmp.family, rows.len());
             assert_ne!(r.cmp.verdict, Verdict::Better, "{r:?}");
         }
         assert!(iops("mq-deadline")

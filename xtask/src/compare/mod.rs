@@ -101,16 +101,15 @@ pub fn run(o: &Compare) -> Result<()> {
 /// more than the percentage.
 fn gate(o: &Compare, cmp: &page::Comparison) -> Result<()> {
     if let Some(pct) = o.fail_if_worse {
-        let unjudged = cmp
-            .rows
-            .iter()
-            .filter(|r| r.cmp.verdict == stats::Verdict::TooFewSamples)
-            .count();
+        let unjudged = cmp.rows.iter().filter(|r| r.cmp.verdict.unjudged()).count();
         if unjudged > 0 {
+            let family = cmp.rows.first().map_or(0, |r| r.cmp.family);
             note(&format!(
-                "warning: {unjudged} metric(s) had too few samples for the {} % level: \
-                 --fail-if-worse cannot judge them (more --repeats or --boots)",
-                o.level
+                "warning: {unjudged} metric(s) had too few samples or a test and medians \
+                 that disagree: --fail-if-worse cannot judge them ({family} metrics at {} % \
+                 need --boots {})",
+                o.level,
+                stats::fewest_samples(cmp.level, family).map_or("-".into(), |n| n.to_string())
             ));
         }
         let worse = cmp.worse_than(pct);

@@ -56,7 +56,8 @@ impl Comparison {
             .filter(|r| r.cmp.verdict == Verdict::Worse && r.cmp.worse_by_pct(r.direction) > pct)
             .map(|r| {
                 format!(
-                    "{} {} {}: {} {:.1} % worse (ratio {:.3}, interval {:.3}–{:.3}, p {:.3})",
+                    "{} {} {}: {} {:.1} % worse (ratio of medians {:.3}, interval {:.3}–{:.3}, \
+                     Holm p {:.3})",
                     r.device,
                     r.workload,
                     r.scheduler,
@@ -65,10 +66,15 @@ impl Comparison {
                     r.cmp.ratio,
                     r.cmp.ratio_lo,
                     r.cmp.ratio_hi,
-                    r.cmp.p
+                    r.cmp.p_holm
                 )
             })
             .collect()
+    }
+
+    /// The family the verdicts were corrected over: how many metrics.
+    fn family(&self) -> usize {
+        self.rows.first().map_or(0, |r| r.cmp.family)
     }
 
     /// The tables, one per device and workload.
@@ -80,9 +86,9 @@ impl Comparison {
             if last != Some(k) {
                 let _ = write!(
                     s,
-                    "\n#### {} — {}\n\n| scheduler | metric | base (mean) | candidate (mean) | \
-                     candidate / base | {:.0} % interval | p | samples | verdict |\n\
-                     |---|---|---:|---:|---:|---:|---:|---:|---|\n",
+                    "\n#### {} — {}\n\n| scheduler | metric | base (median) | \
+                     candidate (median) | candidate / base | {:.0} % interval | p | Holm p | \
+                     samples | verdict |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n",
                     r.device,
                     r.workload,
                     self.level * 100.0
@@ -96,16 +102,17 @@ impl Comparison {
             };
             let _ = writeln!(
                 s,
-                "| {} | {}{} | {} | {} | {:.3} | {:.3}–{:.3} | {:.3} | {} + {} | {} |",
+                "| {} | {}{} | {} | {} | {:.3} | {:.3}–{:.3} | {:.3} | {:.3} | {} + {} | {} |",
                 r.scheduler,
                 r.metric,
                 unit,
-                fig(r.cmp.base_mean),
-                fig(r.cmp.candidate_mean),
+                fig(r.cmp.base_median),
+                fig(r.cmp.candidate_median),
                 r.cmp.ratio,
                 r.cmp.ratio_lo,
                 r.cmp.ratio_hi,
                 r.cmp.p,
+                r.cmp.p_holm,
                 r.cmp.n_base,
                 r.cmp.n_candidate,
                 verdict_md(r.cmp.verdict)
@@ -120,6 +127,7 @@ impl Comparison {
         [
             Verdict::Better,
             Verdict::Worse,
+            Verdict::Inconsistent,
             Verdict::NoDifference,
             Verdict::TooFewSamples,
         ]
@@ -164,19 +172,32 @@ impl Comparison {
         let order: Vec<&str> = self.boots.iter().map(|(s, _)| s.as_str()).collect();
         let _ = writeln!(md, "| boots | {} |", order.join(", "));
         let _ = writeln!(md, "| level | {:.0} % |", self.level * 100.0);
+        let alpha = 1.0 - self.level;
+        let _ = writeln!(
+            md,
+            "| correction | Holm over {} metrics: a verdict needs Holm's adjusted p at most {alpha:.2} |",
+            self.family()
+        );
         let _ = writeln!(md, "| verdicts | {} |", self.tally());
         let _ = writeln!(
             md,
             "\nEach side ran the suite in its own boots, alternating. A boot is one sample \
-             (the mean of its runs): the runs of one boot share its speed. \"candidate / base\" is the ratio of the means; \
-             the interval is a bootstrap percentile interval of that ratio (10 000 resamples \
-             of each side, fixed seed); p is Mann–Whitney U's two-sided p on the samples. \
-             A metric is better or worse only when p is at most {:.2} and the interval \
-             leaves out 1; by its direction (IOPS: higher is better; latency and \
-             instructions per request: lower is better). \"too few samples to tell\": even \
-             samples entirely apart could not reach the level with so few (two against two: \
-             p is at least 1/3; four against four can reach 95 %); run more boots.\n",
-            1.0 - self.level
+             (the mean of its runs): the runs of one boot share its speed. \"base\" and \
+             \"candidate\" are the medians of the side's samples and \"candidate / base\" \
+             their ratio; the interval is a bootstrap percentile interval of that ratio \
+             (10 000 resamples of each side, fixed seed), for the metric alone. p is the \
+             rank-sum test's (Mann–Whitney U) exact two-sided p on the samples; every \
+             metric of the comparison is judged at once, so \"Holm p\" is p adjusted by \
+             Holm's step-down procedure over all {} of them, which holds the chance of any \
+             false verdict to {alpha:.2}. A metric is better or worse only when its Holm p \
+             is at most {alpha:.2} and the test and the ratio of medians point the same \
+             way, by its direction (IOPS: higher is better; latency and instructions per \
+             request: lower is better); \"test and medians disagree\" where they do not. \
+             \"too few samples to tell\": even samples entirely apart could not reach \
+             {alpha:.2} / {} (what Holm asks of a metric that is the only one to differ) \
+             with so few; run more boots.\n",
+            self.family(),
+            self.family()
         );
         if !self.failures.is_empty() {
             let _ = writeln!(md, "**Boots that reported a failure:**\n");
@@ -262,21 +283,30 @@ pub mod tests {
     use super::*;
     use crate::compare::stats::{self, Direction};
 
-    fn row(workload: &str, metric: &'static str, base: &[f64], cand: &[f64]) -> Row {
-        let dir = if metric == "IOPS" {
-            Direction::HigherIsBetter
-        } else {
-            Direction::LowerIsBetter
+    /// The rows of `metrics` (workload, metric, base, candidate) of
+    /// nullb rust-deadline, judged together at 95 %.
+    fn rows(metrics: &[(&str, &'static str, &[f64], &[f64])]) -> Vec<Row> {
+        let dir = |metric: &str| {
+            if metric == "IOPS" {
+                Direction::HigherIsBetter
+            } else {
+                Direction::LowerIsBetter
+            }
         };
-        Row {
-            device: "nullb".into(),
-            workload: workload.into(),
-            scheduler: "rust-deadline".into(),
-            metric,
-            unit: "",
-            direction: dir,
-            cmp: stats::compare(base, cand, dir, 0.95).unwrap(),
-        }
+        let family: Vec<_> = metrics.iter().map(|&(_, m, b, c)| (b, c, dir(m))).collect();
+        stats::compare_family(&family, 0.95)
+            .into_iter()
+            .zip(metrics)
+            .map(|(cmp, &(workload, metric, _, _))| Row {
+                device: "nullb".into(),
+                workload: workload.into(),
+                scheduler: "rust-deadline".into(),
+                metric,
+                unit: "",
+                direction: dir(metric),
+                cmp: cmp.unwrap(),
+            })
+            .collect()
     }
 
     /// A comparison with one worse metric, one unchanged and one too small.
@@ -294,11 +324,11 @@ pub mod tests {
             base: "HEAD 0123456789ab".into(),
             candidate: "HEAD 0123456789ab + slow.patch (to the repository)".into(),
             failures: vec![],
-            rows: vec![
-                row("randread", "IOPS", &base, &slower),
-                row("randread", "kernel insns / request", &base, &base),
-                row("seqread", "IOPS", &base[..2], &slower[..2]),
-            ],
+            rows: rows(&[
+                ("randread", "IOPS", &base, &slower),
+                ("randread", "kernel insns / request", &base, &base),
+                ("seqread", "IOPS", &base[..2], &slower[..2]),
+            ]),
             functions: vec![FunctionChange {
                 device: "nullb".into(),
                 workload: "randread".into(),
@@ -321,7 +351,8 @@ pub mod tests {
         );
         assert!(md.contains("**worse**") && md.contains("too few samples to tell"));
         assert!(md.contains(
-            "| verdicts | 0 better, 1 worse, 1 no difference detected, 1 too few samples to tell |"
+            "| verdicts | 0 better, 1 worse, 0 test and medians disagree, 1 no difference \
+             detected, 1 too few samples to tell |"
         ));
         assert!(md.contains("![nullb](compare-nullb.svg)"));
         assert!(
