@@ -2,8 +2,8 @@
 //! chart of the intervals per device, and compare.html (the same page
 //! with the charts inline).
 
-use super::merge::{FunctionChange, Row};
-use super::stats::Verdict;
+use super::merge::{FailedRun, FunctionChange, OneSided, Row};
+use super::stats::{self, Verdict};
 use crate::chart;
 use crate::report::{distinct, num};
 use anyhow::{Context, Result};
@@ -25,6 +25,10 @@ pub struct Comparison {
     pub candidate: String,
     /// Boots whose suite reported a failure.
     pub failures: Vec<String>,
+    /// Runs that failed inside the boots' results.
+    pub failed_runs: Vec<FailedRun>,
+    /// Cases only one side measured (not in `rows`).
+    pub one_sided: Vec<OneSided>,
     pub rows: Vec<Row>,
     /// With `--count-insns`: where the instructions per request moved, for
     /// the cases whose count was better or worse.
@@ -70,6 +74,62 @@ impl Comparison {
                 )
             })
             .collect()
+    }
+
+    /// What the gate (`--fail-if-worse PCT`) fails on, a line each: boots
+    /// and runs that failed, cases one side only measured, metrics it
+    /// could not judge, and metrics worse by more than `pct` percent.
+    pub fn gate_failures(&self, pct: f64) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .failures
+            .iter()
+            .map(|f| format!("{} failed", f.lines().next().unwrap_or("")))
+            .collect();
+        out.extend(self.failed_runs.iter().map(|f| {
+            format!(
+                "{} {} {}: run {} of the {}'s boot {} failed: {}",
+                f.device,
+                f.workload,
+                f.scheduler,
+                f.id,
+                f.side,
+                f.boot,
+                f.error.lines().next().unwrap_or("")
+            )
+        }));
+        out.extend(self.one_sided.iter().map(|o| {
+            format!(
+                "{} {} {}: measured by the {} only (in {} boot(s))",
+                o.device, o.workload, o.scheduler, o.measured_by, o.boots
+            )
+        }));
+        for r in self.rows.iter().filter(|r| r.cmp.verdict.unjudged()) {
+            let why = match r.cmp.verdict {
+                Verdict::TooFewSamples => format!(
+                    "{} + {} samples, where {} metrics at {} % need {} a side (--boots)",
+                    r.cmp.n_base,
+                    r.cmp.n_candidate,
+                    r.cmp.family,
+                    self.level * 100.0,
+                    stats::fewest_samples(self.level, r.cmp.family)
+                        .map_or("more".to_string(), |n| n.to_string())
+                ),
+                _ => format!(
+                    "Holm p {:.3}, yet a ratio of medians of {:.3}",
+                    r.cmp.p_holm, r.cmp.ratio
+                ),
+            };
+            out.push(format!(
+                "{} {} {}: {} not judged: {} ({why})",
+                r.device,
+                r.workload,
+                r.scheduler,
+                r.metric,
+                r.cmp.verdict.text()
+            ));
+        }
+        out.extend(self.worse_than(pct));
+        out
     }
 
     /// The family the verdicts were corrected over: how many metrics.
@@ -199,13 +259,7 @@ impl Comparison {
             self.family(),
             self.family()
         );
-        if !self.failures.is_empty() {
-            let _ = writeln!(md, "**Boots that reported a failure:**\n");
-            for f in &self.failures {
-                let _ = writeln!(md, "- {}", f.lines().next().unwrap_or(""));
-            }
-            md.push('\n');
-        }
+        md.push_str(&self.failures_markdown());
         for (d, name, _) in charts {
             let _ = writeln!(md, "## {d}\n\n![{d}]({name})\n");
         }
@@ -220,6 +274,48 @@ impl Comparison {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
+        md
+    }
+
+    /// The boots and runs that failed and the cases one side only
+    /// measured, a list each; empty without any.
+    fn failures_markdown(&self) -> String {
+        let mut md = String::new();
+        if !self.failures.is_empty() {
+            let _ = writeln!(md, "**Boots that reported a failure:**\n");
+            for f in &self.failures {
+                let _ = writeln!(md, "- {}", f.lines().next().unwrap_or(""));
+            }
+            md.push('\n');
+        }
+        if !self.failed_runs.is_empty() {
+            let _ = writeln!(md, "**Runs that failed:**\n");
+            for f in &self.failed_runs {
+                let _ = writeln!(
+                    md,
+                    "- {} {} {}: run {} of the {}'s boot `{}`: {}",
+                    f.device,
+                    f.workload,
+                    f.scheduler,
+                    f.id,
+                    f.side,
+                    f.boot,
+                    f.error.lines().next().unwrap_or("")
+                );
+            }
+            md.push('\n');
+        }
+        if !self.one_sided.is_empty() {
+            let _ = writeln!(md, "**Cases measured by one side only** (not compared):\n");
+            for o in &self.one_sided {
+                let _ = writeln!(
+                    md,
+                    "- {} {} {}: by the {} only, in {} boot(s)",
+                    o.device, o.workload, o.scheduler, o.measured_by, o.boots
+                );
+            }
+            md.push('\n');
+        }
         md
     }
 
@@ -324,6 +420,8 @@ pub mod tests {
             base: "HEAD 0123456789ab".into(),
             candidate: "HEAD 0123456789ab + slow.patch (to the repository)".into(),
             failures: vec![],
+            failed_runs: vec![],
+            one_sided: vec![],
             rows: rows(&[
                 ("randread", "IOPS", &base, &slower),
                 ("randread", "kernel insns / request", &base, &base),
