@@ -14,6 +14,8 @@ pub struct Metric {
     pub name: &'static str,
     pub unit: &'static str,
     pub dir: Direction,
+    /// Measured only with `--count-insns`.
+    pub insns: bool,
     pub get: fn(&Measured) -> Option<f64>,
 }
 
@@ -24,30 +26,35 @@ pub const METRICS: &[Metric] = &[
         name: "IOPS",
         unit: "",
         dir: Direction::HigherIsBetter,
+        insns: false,
         get: |m| Some(m.iops),
     },
     Metric {
         name: "mean latency",
         unit: "µs",
         dir: Direction::LowerIsBetter,
+        insns: false,
         get: |m| Some(m.lat_mean_us),
     },
     Metric {
         name: "p99 latency",
         unit: "µs",
         dir: Direction::LowerIsBetter,
+        insns: false,
         get: |m| Some(m.lat_p99_us),
     },
     Metric {
         name: "kernel insns / request",
         unit: "",
         dir: Direction::LowerIsBetter,
+        insns: true,
         get: |m| m.insns.as_ref().map(|i| i.kernel_per_request),
     },
     Metric {
         name: "scheduler's insns / request",
         unit: "",
         dir: Direction::LowerIsBetter,
+        insns: true,
         get: |m| m.insns.as_ref().map(|i| i.scheduler_per_request),
     },
 ];

@@ -8,7 +8,8 @@
 //! falls on both sides alike. [`merge`] pools every run of every boot
 //! per side and compares them metric by metric ([`stats`]); [`page`]
 //! writes compare.md and compare.html. With `--fail-if-worse` the
-//! comparison is a gate ([`gate`]).
+//! comparison is a gate ([`gate`]), and `--boots` is checked up front
+//! against what the gate must be able to judge ([`preflight`]).
 
 pub mod merge;
 pub mod page;
@@ -18,6 +19,7 @@ pub mod stats;
 use crate::flags::Compare;
 use crate::suite::fio::Fio;
 use crate::suite::kind::{Kind, Suite};
+use crate::suite::runner;
 use crate::util::{self, note, step};
 use anyhow::{bail, Context, Result};
 use sides::Side;
@@ -75,8 +77,9 @@ pub fn run(o: &Compare) -> Result<()> {
     gate(o.fail_if_worse, &cmp)
 }
 
-/// What is checked before anything is built: the suite, the level and
-/// the devices. Returns the suite.
+/// What is checked before anything is built: the suite, the level, the
+/// devices, and with `--fail-if-worse` that `--boots` can judge every
+/// metric the plan compares. Returns the suite.
 fn preflight(o: &Compare, root: &Path) -> Result<Suite> {
     let suite = Suite::load(root, &o.s.suite)?;
     if suite.kind != Fio::NAME {
@@ -101,7 +104,51 @@ fn preflight(o: &Compare, root: &Path) -> Result<Suite> {
             );
         }
     }
+    if o.fail_if_worse.is_some() {
+        let (family, how) = planned_metrics(o, &suite, root)?;
+        let (level, n) = (o.level / 100.0, o.boots as usize);
+        if !stats::can_judge(n, n, level, family) {
+            bail!(
+                "--fail-if-worse cannot judge anything with --boots {n}: a boot is one sample \
+                 of each side, and {family} metrics ({how}) judged at once at {} % with \
+                 Holm's correction need {}",
+                o.level,
+                stats::fewest_samples(level, family)
+                    .map_or("more boots than any run can have".to_string(), |b| format!(
+                        "--boots {b} or more"
+                    ))
+            );
+        }
+    }
     Ok(suite)
+}
+
+/// How many metrics a comparison of the suite compares at most, as this
+/// tree plans it (devices × workloads × schedulers × a case's metrics),
+/// and that product in words. The sides' own plans may differ: a case
+/// one side has alone fails the gate.
+fn planned_metrics(o: &Compare, suite: &Suite, root: &Path) -> Result<(usize, String)> {
+    let devices = runner::planned_devices(suite, &o.s).len();
+    let workloads = Fio::planned_workload_names(suite, &o.s)?.len();
+    let schedulers = match &o.s.schedulers {
+        Some(s) => s.len(),
+        None => {
+            crate::guest::BUILTIN_SCHEDULERS.len()
+                + crate::modules::elevators_in(root)?.len()
+                + suite.variants.len()
+        }
+    };
+    let metrics = merge::METRICS
+        .iter()
+        .filter(|m| o.s.count_insns || !m.insns)
+        .count();
+    Ok((
+        devices * workloads * schedulers * metrics,
+        format!(
+            "{devices} device(s) × {workloads} workload(s) × {schedulers} scheduler(s) × \
+             {metrics} metrics"
+        ),
+    ))
 }
 
 /// Reads the boots' results (side, folder) into `cmp`, whose header is
@@ -526,5 +573,60 @@ mod tests {
                 res.runs.iter().filter(|r| !r.ok).count()
             );
         }
+    }
+
+    /// `--fail-if-worse` with fewer boots than the family needs is refused
+    /// before anything is built, naming the fewest that can judge.
+    #[test]
+    fn too_few_boots_for_the_gate_are_refused_up_front() {
+        let parse = |extra: &[&str]| {
+            let mut args = vec![
+                "xtask",
+                "compare",
+                "--ref",
+                "a",
+                "--ref",
+                "b",
+                "--devices",
+                "nvme",
+                "--workloads",
+                "randread",
+                "--schedulers",
+                "none,rust-deadline",
+            ];
+            args.extend(extra);
+            let Cmd::Compare(o) = Cli::try_parse_from(args).unwrap().cmd else {
+                panic!("not compare");
+            };
+            o
+        };
+        let root = crate::util::repo_root();
+        // 1 × 1 × 2 × 3 metrics: 0.05 / 6 needs 5 boots a side (2/252).
+        let e =
+            super::preflight(&parse(&["--fail-if-worse", "5", "--boots", "4"]), &root).unwrap_err();
+        let e = format!("{e:#}");
+        assert!(e.contains("--boots 4"), "{e}");
+        assert!(e.contains("need --boots 5 or more"), "{e}");
+        assert!(
+            e.contains("6 metrics (1 device(s) × 1 workload(s) × 2 scheduler(s) × 3 metrics)"),
+            "{e}"
+        );
+        super::preflight(&parse(&["--fail-if-worse", "5", "--boots", "5"]), &root).unwrap();
+        // Instruction counts add two metrics a case: 10 need 6 (2/924).
+        let e = super::preflight(
+            &parse(&["--fail-if-worse", "5", "--boots", "5", "--count-insns"]),
+            &root,
+        )
+        .unwrap_err();
+        assert!(format!("{e:#}").contains("need --boots 6 or more"), "{e:#}");
+        // At 99 %, 0.01 / 6 needs 7 (2/3432); without the gate nothing is
+        // refused.
+        let e = super::preflight(
+            &parse(&["--fail-if-worse", "5", "--boots", "5", "--level", "99"]),
+            &root,
+        )
+        .unwrap_err();
+        assert!(format!("{e:#}").contains("need --boots 7 or more"), "{e:#}");
+        super::preflight(&parse(&["--boots", "1"]), &root).unwrap();
     }
 }
