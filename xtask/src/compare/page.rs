@@ -248,8 +248,8 @@ impl Comparison {
              (10 000 resamples of each side, fixed seed), for the metric alone. p is the \
              rank-sum test's (Mann–Whitney U) exact two-sided p on the samples; every \
              metric of the comparison is judged at once, so \"Holm p\" is p adjusted by \
-             Holm's step-down procedure over all {} of them, which holds the chance of any \
-             false verdict to {alpha:.2}. A metric is better or worse only when its Holm p \
+             Holm's step-down procedure over all {} of them, which holds the chance of \
+             calling any metric better or worse where nothing changed to {alpha:.2}. A metric is better or worse only when its Holm p \
              is at most {alpha:.2} and the test and the ratio of medians point the same \
              way, by its direction (IOPS: higher is better; latency and instructions per \
              request: lower is better); \"test and medians disagree\" where they do not. \
