@@ -187,14 +187,17 @@ pub struct Compare {
     pub build_only: bool,
     /// Boots of each side, alternating (base, candidate, then candidate,
     /// base, ...). A boot's mean is one sample: 4 against 4 is the fewest
-    /// that can reach 95 %
+    /// that can reach 95 % for one metric, and Holm's correction over all
+    /// the metrics compared asks more
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
     pub boots: u32,
     /// Confidence level in percent for the intervals and verdicts
     #[arg(long, default_value_t = 95.0)]
     pub level: f64,
     /// Exit non-zero when a metric is significantly worse by more than PCT
-    /// percent
+    /// percent (its ratio of medians), and on any boot or run that failed,
+    /// any case one side only measured and any metric not judged. Refused
+    /// before building when --boots is too few to judge every metric
     #[arg(long, value_name = "PCT")]
     pub fail_if_worse: Option<f64>,
     /// The suite each boot runs (a fio suite), and which part

@@ -27,6 +27,30 @@ pub fn elevator_of(stem: &str) -> Option<String> {
         .map(|rest| format!("rust-{}", rest.replace('_', "-")))
 }
 
+/// The modules a Kbuild file builds (its `obj-m` lines), by file stem.
+pub fn kbuild_modules(kbuild: &str) -> Vec<String> {
+    kbuild
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("obj-m"))
+        .flat_map(|rest| {
+            rest.trim_start_matches([' ', '+', ':', '='])
+                .split_whitespace()
+        })
+        .map(|obj| obj.trim_end_matches(".o").to_string())
+        .collect()
+}
+
+/// The elevators `root`'s modules/kernel registers once built.
+pub fn elevators_in(root: &Path) -> Result<Vec<String>> {
+    let file = root.join("modules/kernel/Kbuild");
+    let kbuild =
+        fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+    Ok(kbuild_modules(&kbuild)
+        .iter()
+        .filter_map(|stem| elevator_of(stem))
+        .collect())
+}
+
 fn stage(from: &Path, to: &Path) -> Result<()> {
     let wanted: Vec<PathBuf> = util::files_below(from)?;
     for f in &wanted {
@@ -81,25 +105,16 @@ pub fn build(tc: &Toolchain, k: &Kernel, jobs: usize) -> Result<Vec<Module>> {
     .context("building the out-of-tree modules failed: the compiler's message is above")?;
     let kbuild = fs::read_to_string(kdir.join("Kbuild")).context("modules/kernel/Kbuild")?;
     let mut out = Vec::new();
-    for line in kbuild.lines() {
-        let Some(rest) = line.trim().strip_prefix("obj-m") else {
-            continue;
-        };
-        for obj in rest
-            .trim_start_matches([' ', '+', ':', '='])
-            .split_whitespace()
-        {
-            let stem = obj.trim_end_matches(".o");
-            let ko = kdir.join(format!("{stem}.ko"));
-            if !ko.is_file() {
-                bail!("{} was not built", ko.display());
-            }
-            out.push(Module {
-                name: stem.to_string(),
-                path: ko,
-                elevator: elevator_of(stem),
-            });
+    for stem in kbuild_modules(&kbuild) {
+        let ko = kdir.join(format!("{stem}.ko"));
+        if !ko.is_file() {
+            bail!("{} was not built", ko.display());
         }
+        out.push(Module {
+            elevator: elevator_of(&stem),
+            name: stem,
+            path: ko,
+        });
     }
     note(&format!(
         "modules: {}",

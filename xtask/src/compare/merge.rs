@@ -14,6 +14,8 @@ pub struct Metric {
     pub name: &'static str,
     pub unit: &'static str,
     pub dir: Direction,
+    /// Measured only with `--count-insns`.
+    pub insns: bool,
     pub get: fn(&Measured) -> Option<f64>,
 }
 
@@ -24,30 +26,35 @@ pub const METRICS: &[Metric] = &[
         name: "IOPS",
         unit: "",
         dir: Direction::HigherIsBetter,
+        insns: false,
         get: |m| Some(m.iops),
     },
     Metric {
         name: "mean latency",
         unit: "µs",
         dir: Direction::LowerIsBetter,
+        insns: false,
         get: |m| Some(m.lat_mean_us),
     },
     Metric {
         name: "p99 latency",
         unit: "µs",
         dir: Direction::LowerIsBetter,
+        insns: false,
         get: |m| Some(m.lat_p99_us),
     },
     Metric {
         name: "kernel insns / request",
         unit: "",
         dir: Direction::LowerIsBetter,
+        insns: true,
         get: |m| m.insns.as_ref().map(|i| i.kernel_per_request),
     },
     Metric {
         name: "scheduler's insns / request",
         unit: "",
         dir: Direction::LowerIsBetter,
+        insns: true,
         get: |m| m.insns.as_ref().map(|i| i.scheduler_per_request),
     },
 ];
@@ -55,8 +62,37 @@ pub const METRICS: &[Metric] = &[
 /// (device, workload, scheduler).
 pub type Case = (String, String, String);
 
+/// The sides by index, as the report names them.
+pub const SIDES: [&str; 2] = ["base", "candidate"];
+
+/// A run that failed: its case, side, boot and why.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct FailedRun {
+    pub device: String,
+    pub workload: String,
+    pub scheduler: String,
+    pub side: &'static str,
+    /// The boot's folder name (`03-candidate`).
+    pub boot: String,
+    /// The run's id in that boot's results.json.
+    pub id: String,
+    pub error: String,
+}
+
+/// A case that one side measured and the other did not.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct OneSided {
+    pub device: String,
+    pub workload: String,
+    pub scheduler: String,
+    /// The side that measured it.
+    pub measured_by: &'static str,
+    /// In how many of its boots.
+    pub boots: usize,
+}
+
 /// Every run's metrics, per case and side (0 base, 1 candidate), grouped
-/// by boot, in the order the cases first appear.
+/// by boot, in the order the cases first appear, and the runs that failed.
 ///
 /// The sample is a boot's mean, not a run: the runs of one boot share its
 /// speed (its placement on the host, what else ran then), which moves a
@@ -68,6 +104,7 @@ pub type Case = (String, String, String);
 pub struct Merged {
     pub cases: Vec<Case>,
     samples: BTreeMap<Case, [Vec<Vec<Measured>>; 2]>,
+    failed: Vec<FailedRun>,
     /// With `--count-insns`: per case and side, each boot's instructions
     /// per request by function (the mean of its runs' function tables).
     functions: BTreeMap<Case, [Vec<BTreeMap<String, f64>>; 2]>,
@@ -112,7 +149,8 @@ impl Merged {
                 fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
             let res: Results = serde_json::from_str(&text)
                 .with_context(|| format!("{} is not a fio results file", file.display()))?;
-            m.add(*side, &res);
+            let boot = dir.file_name().unwrap_or_default().to_string_lossy();
+            m.add(*side, &boot, &res);
             m.add_functions(*side, &dir.join("runs"), &res)?;
         }
         Ok(m)
@@ -188,60 +226,110 @@ impl Merged {
         out
     }
 
-    /// Adds the measured runs of one boot of `side`.
-    pub fn add(&mut self, side: usize, res: &Results) {
-        let mut boot: BTreeMap<Case, Vec<Measured>> = BTreeMap::new();
+    /// Adds the runs of one boot of `side`, whose folder is named `boot`:
+    /// those that measured, and those that failed.
+    pub fn add(&mut self, side: usize, boot: &str, res: &Results) {
+        let mut measured: BTreeMap<Case, Vec<Measured>> = BTreeMap::new();
         for r in &res.runs {
-            let Some(measured) = &r.measured else {
-                continue;
-            };
             let case = (
                 r.run.device.clone(),
                 r.run.case.workload.clone(),
                 r.run.scheduler.clone(),
             );
-            if !self.samples.contains_key(&case) && !boot.contains_key(&case) {
+            if !self.samples.contains_key(&case) {
                 self.cases.push(case.clone());
+                self.samples.insert(case.clone(), Default::default());
             }
-            boot.entry(case).or_default().push(measured.clone());
+            match &r.measured {
+                Some(m) if r.ok => measured.entry(case).or_default().push(m.clone()),
+                _ => self.failed.push(FailedRun {
+                    device: case.0,
+                    workload: case.1,
+                    scheduler: case.2,
+                    side: SIDES[side],
+                    boot: boot.to_string(),
+                    id: r.run.id.clone(),
+                    error: r
+                        .error
+                        .clone()
+                        .unwrap_or_else(|| "no measurement recorded".into()),
+                }),
+            }
         }
-        for (case, runs) in boot {
+        for (case, runs) in measured {
             self.samples.entry(case).or_default()[side].push(runs);
         }
     }
 
-    /// Every metric of every case both sides measured, compared at `level`.
+    /// The runs that failed, in the order their boots were added.
+    pub fn failed_runs(&self) -> &[FailedRun] {
+        &self.failed
+    }
+
+    /// The cases one side measured (in some boot) and the other never did.
+    pub fn one_sided(&self) -> Vec<OneSided> {
+        self.cases
+            .iter()
+            .filter_map(|case| {
+                let sides = &self.samples[case];
+                let side = match (sides[0].is_empty(), sides[1].is_empty()) {
+                    (false, true) => 0,
+                    (true, false) => 1,
+                    _ => return None,
+                };
+                Some(OneSided {
+                    device: case.0.clone(),
+                    workload: case.1.clone(),
+                    scheduler: case.2.clone(),
+                    measured_by: SIDES[side],
+                    boots: sides[side].len(),
+                })
+            })
+            .collect()
+    }
+
+    /// Every metric of every case both sides measured, compared at
+    /// `level`, all of them judged together ([`stats::compare_family`]).
     pub fn compare(&self, level: f64) -> Vec<Row> {
-        let mut rows = Vec::new();
+        // One value a boot: the mean of its runs'.
+        let values = |boots: &[Vec<Measured>], metric: &Metric| -> Vec<f64> {
+            boots
+                .iter()
+                .filter_map(|runs| {
+                    let v: Vec<f64> = runs.iter().filter_map(|m| (metric.get)(m)).collect();
+                    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+                })
+                .collect()
+        };
+        let mut judged: Vec<(&Case, &Metric, Vec<f64>, Vec<f64>)> = Vec::new();
         for case in &self.cases {
             let [base, cand] = &self.samples[case];
+            if base.is_empty() || cand.is_empty() {
+                continue;
+            }
             for metric in METRICS {
-                // One value a boot: the mean of its runs'.
-                let values = |boots: &[Vec<Measured>]| -> Vec<f64> {
-                    boots
-                        .iter()
-                        .filter_map(|runs| {
-                            let v: Vec<f64> = runs.iter().filter_map(|m| (metric.get)(m)).collect();
-                            (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
-                        })
-                        .collect()
-                };
-                let Some(cmp) = stats::compare(&values(base), &values(cand), metric.dir, level)
-                else {
-                    continue;
-                };
-                rows.push(Row {
+                judged.push((case, metric, values(base, metric), values(cand, metric)));
+            }
+        }
+        let family: Vec<(&[f64], &[f64], Direction)> = judged
+            .iter()
+            .map(|(_, m, b, c)| (b.as_slice(), c.as_slice(), m.dir))
+            .collect();
+        stats::compare_family(&family, level)
+            .into_iter()
+            .zip(&judged)
+            .filter_map(|(cmp, (case, metric, _, _))| {
+                Some(Row {
                     device: case.0.clone(),
                     workload: case.1.clone(),
                     scheduler: case.2.clone(),
                     metric: metric.name,
                     unit: metric.unit,
                     direction: metric.dir,
-                    cmp,
-                });
-            }
-        }
-        rows
+                    cmp: cmp?,
+                })
+            })
+            .collect()
     }
 }
 
@@ -280,8 +368,11 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("ironlift-merge-{}", std::process::id()));
         fs::create_dir_all(&dir).unwrap();
         let mut m = Merged::default();
-        for boot in 0..4 {
-            for side in 0..2 {
+        // Eight boots a side: the family is every metric of the canned
+        // file's cases, and samples fully apart need eight a side to be
+        // significant among so many (checked below).
+        for boot in 0..8 {
+            for (side, label) in SIDES.iter().enumerate() {
                 let mut res = canned("none", 1.0);
                 for r in res.runs.iter_mut() {
                     let extra = if side == 1 && r.run.scheduler == "rust-deadline" {
@@ -302,11 +393,12 @@ mod tests {
                     );
                     fs::write(dir.join(format!("{}.functions.tsv", r.run.id)), tsv).unwrap();
                 }
-                m.add(side, &res);
+                m.add(side, &format!("{boot}-{label}"), &res);
                 m.add_functions(side, &dir, &res).unwrap();
             }
         }
         let rows = m.compare(0.95);
+        assert_eq!(stats::fewest_samples(0.95, rows.len()), Some(8));
         let changes = m.function_changes(&rows);
         fs::remove_dir_all(&dir).unwrap();
         assert!(!changes.is_empty());
@@ -320,11 +412,11 @@ mod tests {
     #[test]
     fn boots_pool_per_side_and_a_scaled_scheduler_stands_out() {
         let mut m = Merged::default();
-        // Four boots a side; the candidate's mq-deadline does 20 % fewer
-        // IOPS. A boot is one sample, whatever its runs.
-        for _ in 0..4 {
-            m.add(0, &canned("none", 1.0));
-            m.add(1, &canned("mq-deadline", 0.8));
+        // Eight boots a side (as above); the candidate's mq-deadline does
+        // 20 % fewer IOPS. A boot is one sample, whatever its runs.
+        for boot in 0..8 {
+            m.add(0, &format!("{boot}-base"), &canned("none", 1.0));
+            m.add(1, &format!("{boot}-candidate"), &canned("mq-deadline", 0.8));
         }
         let rows = m.compare(0.95);
         let iops = |sched: &str| -> Vec<&Row> {
@@ -335,7 +427,8 @@ mod tests {
         assert!(!iops("mq-deadline").is_empty());
         for r in iops("mq-deadline") {
             assert!((r.cmp.ratio - 0.8).abs() < 1e-9, "{r:?}");
-            assert_eq!((r.cmp.n_base, r.cmp.n_candidate), (4, 4));
+            assert_eq!((r.cmp.n_base, r.cmp.n_candidate), (8, 8));
+            assert_eq!(r.cmp.family, rows.len());
             assert_ne!(r.cmp.verdict, Verdict::Better, "{r:?}");
         }
         assert!(iops("mq-deadline")
@@ -348,5 +441,17 @@ mod tests {
         }
         // Latency is there too; instruction counts only where counted.
         assert!(rows.iter().any(|r| r.metric == "p99 latency"));
+        // The canned file's failed runs, in every boot of each side; both
+        // sides measured every case.
+        let per_boot = canned("none", 1.0).runs.iter().filter(|r| !r.ok).count();
+        let failed = m.failed_runs();
+        assert!(per_boot > 0);
+        assert_eq!(failed.len(), 16 * per_boot, "{failed:?}");
+        let f = &failed[per_boot];
+        assert_eq!(
+            (f.side, f.boot.as_str(), f.id.as_str(), f.scheduler.as_str()),
+            ("candidate", "0-candidate", "0007", "kyber")
+        );
+        assert!(m.one_sided().is_empty());
     }
 }

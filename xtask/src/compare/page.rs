@@ -2,8 +2,8 @@
 //! chart of the intervals per device, and compare.html (the same page
 //! with the charts inline).
 
-use super::merge::{FunctionChange, Row};
-use super::stats::Verdict;
+use super::merge::{FailedRun, FunctionChange, OneSided, Row};
+use super::stats::{self, Verdict};
 use crate::chart;
 use crate::report::{distinct, num};
 use anyhow::{Context, Result};
@@ -25,6 +25,10 @@ pub struct Comparison {
     pub candidate: String,
     /// Boots whose suite reported a failure.
     pub failures: Vec<String>,
+    /// Runs that failed inside the boots' results.
+    pub failed_runs: Vec<FailedRun>,
+    /// Cases only one side measured (not in `rows`).
+    pub one_sided: Vec<OneSided>,
     pub rows: Vec<Row>,
     /// With `--count-insns`: where the instructions per request moved, for
     /// the cases whose count was better or worse.
@@ -56,7 +60,8 @@ impl Comparison {
             .filter(|r| r.cmp.verdict == Verdict::Worse && r.cmp.worse_by_pct(r.direction) > pct)
             .map(|r| {
                 format!(
-                    "{} {} {}: {} {:.1} % worse (ratio {:.3}, interval {:.3}–{:.3}, p {:.3})",
+                    "{} {} {}: {} {:.1} % worse (ratio of medians {:.3}, interval {:.3}–{:.3}, \
+                     Holm p {:.3})",
                     r.device,
                     r.workload,
                     r.scheduler,
@@ -65,10 +70,71 @@ impl Comparison {
                     r.cmp.ratio,
                     r.cmp.ratio_lo,
                     r.cmp.ratio_hi,
-                    r.cmp.p
+                    r.cmp.p_holm
                 )
             })
             .collect()
+    }
+
+    /// What the gate (`--fail-if-worse PCT`) fails on, a line each: boots
+    /// and runs that failed, cases one side only measured, metrics it
+    /// could not judge, and metrics worse by more than `pct` percent.
+    pub fn gate_failures(&self, pct: f64) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .failures
+            .iter()
+            .map(|f| format!("{} failed", f.lines().next().unwrap_or("")))
+            .collect();
+        out.extend(self.failed_runs.iter().map(|f| {
+            format!(
+                "{} {} {}: run {} of the {}'s boot {} failed: {}",
+                f.device,
+                f.workload,
+                f.scheduler,
+                f.id,
+                f.side,
+                f.boot,
+                f.error.lines().next().unwrap_or("")
+            )
+        }));
+        out.extend(self.one_sided.iter().map(|o| {
+            format!(
+                "{} {} {}: measured by the {} only (in {} boot(s))",
+                o.device, o.workload, o.scheduler, o.measured_by, o.boots
+            )
+        }));
+        for r in self.rows.iter().filter(|r| r.cmp.verdict.unjudged()) {
+            let why = match r.cmp.verdict {
+                Verdict::TooFewSamples => format!(
+                    "{} + {} samples, where {} metrics at {} % need {} a side (--boots)",
+                    r.cmp.n_base,
+                    r.cmp.n_candidate,
+                    r.cmp.family,
+                    self.level * 100.0,
+                    stats::fewest_samples(self.level, r.cmp.family)
+                        .map_or("more".to_string(), |n| n.to_string())
+                ),
+                _ => format!(
+                    "Holm p {:.3}, yet a ratio of medians of {:.3}",
+                    r.cmp.p_holm, r.cmp.ratio
+                ),
+            };
+            out.push(format!(
+                "{} {} {}: {} not judged: {} ({why})",
+                r.device,
+                r.workload,
+                r.scheduler,
+                r.metric,
+                r.cmp.verdict.text()
+            ));
+        }
+        out.extend(self.worse_than(pct));
+        out
+    }
+
+    /// The family the verdicts were corrected over: how many metrics.
+    fn family(&self) -> usize {
+        self.rows.first().map_or(0, |r| r.cmp.family)
     }
 
     /// The tables, one per device and workload.
@@ -80,9 +146,9 @@ impl Comparison {
             if last != Some(k) {
                 let _ = write!(
                     s,
-                    "\n#### {} — {}\n\n| scheduler | metric | base (mean) | candidate (mean) | \
-                     candidate / base | {:.0} % interval | p | samples | verdict |\n\
-                     |---|---|---:|---:|---:|---:|---:|---:|---|\n",
+                    "\n#### {} — {}\n\n| scheduler | metric | base (median) | \
+                     candidate (median) | candidate / base | {:.0} % interval | p | Holm p | \
+                     samples | verdict |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n",
                     r.device,
                     r.workload,
                     self.level * 100.0
@@ -96,16 +162,17 @@ impl Comparison {
             };
             let _ = writeln!(
                 s,
-                "| {} | {}{} | {} | {} | {:.3} | {:.3}–{:.3} | {:.3} | {} + {} | {} |",
+                "| {} | {}{} | {} | {} | {:.3} | {:.3}–{:.3} | {:.3} | {:.3} | {} + {} | {} |",
                 r.scheduler,
                 r.metric,
                 unit,
-                fig(r.cmp.base_mean),
-                fig(r.cmp.candidate_mean),
+                fig(r.cmp.base_median),
+                fig(r.cmp.candidate_median),
                 r.cmp.ratio,
                 r.cmp.ratio_lo,
                 r.cmp.ratio_hi,
                 r.cmp.p,
+                r.cmp.p_holm,
                 r.cmp.n_base,
                 r.cmp.n_candidate,
                 verdict_md(r.cmp.verdict)
@@ -120,6 +187,7 @@ impl Comparison {
         [
             Verdict::Better,
             Verdict::Worse,
+            Verdict::Inconsistent,
             Verdict::NoDifference,
             Verdict::TooFewSamples,
         ]
@@ -164,27 +232,34 @@ impl Comparison {
         let order: Vec<&str> = self.boots.iter().map(|(s, _)| s.as_str()).collect();
         let _ = writeln!(md, "| boots | {} |", order.join(", "));
         let _ = writeln!(md, "| level | {:.0} % |", self.level * 100.0);
+        let alpha = 1.0 - self.level;
+        let _ = writeln!(
+            md,
+            "| correction | Holm over {} metrics: a verdict needs Holm's adjusted p at most {alpha:.2} |",
+            self.family()
+        );
         let _ = writeln!(md, "| verdicts | {} |", self.tally());
         let _ = writeln!(
             md,
             "\nEach side ran the suite in its own boots, alternating. A boot is one sample \
-             (the mean of its runs): the runs of one boot share its speed. \"candidate / base\" is the ratio of the means; \
-             the interval is a bootstrap percentile interval of that ratio (10 000 resamples \
-             of each side, fixed seed); p is Mann–Whitney U's two-sided p on the samples. \
-             A metric is better or worse only when p is at most {:.2} and the interval \
-             leaves out 1; by its direction (IOPS: higher is better; latency and \
-             instructions per request: lower is better). \"too few samples to tell\": even \
-             samples entirely apart could not reach the level with so few (two against two: \
-             p is at least 1/3; four against four can reach 95 %); run more boots.\n",
-            1.0 - self.level
+             (the mean of its runs): the runs of one boot share its speed. \"base\" and \
+             \"candidate\" are the medians of the side's samples and \"candidate / base\" \
+             their ratio; the interval is a bootstrap percentile interval of that ratio \
+             (10 000 resamples of each side, fixed seed), for the metric alone. p is the \
+             rank-sum test's (Mann–Whitney U) exact two-sided p on the samples; every \
+             metric of the comparison is judged at once, so \"Holm p\" is p adjusted by \
+             Holm's step-down procedure over all {} of them, which holds the chance of \
+             calling any metric better or worse where nothing changed to {alpha:.2}. A metric is better or worse only when its Holm p \
+             is at most {alpha:.2} and the test and the ratio of medians point the same \
+             way, by its direction (IOPS: higher is better; latency and instructions per \
+             request: lower is better); \"test and medians disagree\" where they do not. \
+             \"too few samples to tell\": even samples entirely apart could not reach \
+             {alpha:.2} / {} (what Holm asks of a metric that is the only one to differ) \
+             with so few; run more boots.\n",
+            self.family(),
+            self.family()
         );
-        if !self.failures.is_empty() {
-            let _ = writeln!(md, "**Boots that reported a failure:**\n");
-            for f in &self.failures {
-                let _ = writeln!(md, "- {}", f.lines().next().unwrap_or(""));
-            }
-            md.push('\n');
-        }
+        md.push_str(&self.failures_markdown());
         for (d, name, _) in charts {
             let _ = writeln!(md, "## {d}\n\n![{d}]({name})\n");
         }
@@ -199,6 +274,48 @@ impl Comparison {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
+        md
+    }
+
+    /// The boots and runs that failed and the cases one side only
+    /// measured, a list each; empty without any.
+    fn failures_markdown(&self) -> String {
+        let mut md = String::new();
+        if !self.failures.is_empty() {
+            let _ = writeln!(md, "**Boots that reported a failure:**\n");
+            for f in &self.failures {
+                let _ = writeln!(md, "- {}", f.lines().next().unwrap_or(""));
+            }
+            md.push('\n');
+        }
+        if !self.failed_runs.is_empty() {
+            let _ = writeln!(md, "**Runs that failed:**\n");
+            for f in &self.failed_runs {
+                let _ = writeln!(
+                    md,
+                    "- {} {} {}: run {} of the {}'s boot `{}`: {}",
+                    f.device,
+                    f.workload,
+                    f.scheduler,
+                    f.id,
+                    f.side,
+                    f.boot,
+                    f.error.lines().next().unwrap_or("")
+                );
+            }
+            md.push('\n');
+        }
+        if !self.one_sided.is_empty() {
+            let _ = writeln!(md, "**Cases measured by one side only** (not compared):\n");
+            for o in &self.one_sided {
+                let _ = writeln!(
+                    md,
+                    "- {} {} {}: by the {} only, in {} boot(s)",
+                    o.device, o.workload, o.scheduler, o.measured_by, o.boots
+                );
+            }
+            md.push('\n');
+        }
         md
     }
 
@@ -262,21 +379,30 @@ pub mod tests {
     use super::*;
     use crate::compare::stats::{self, Direction};
 
-    fn row(workload: &str, metric: &'static str, base: &[f64], cand: &[f64]) -> Row {
-        let dir = if metric == "IOPS" {
-            Direction::HigherIsBetter
-        } else {
-            Direction::LowerIsBetter
+    /// The rows of `metrics` (workload, metric, base, candidate) of
+    /// nullb rust-deadline, judged together at 95 %.
+    fn rows(metrics: &[(&str, &'static str, &[f64], &[f64])]) -> Vec<Row> {
+        let dir = |metric: &str| {
+            if metric == "IOPS" {
+                Direction::HigherIsBetter
+            } else {
+                Direction::LowerIsBetter
+            }
         };
-        Row {
-            device: "nullb".into(),
-            workload: workload.into(),
-            scheduler: "rust-deadline".into(),
-            metric,
-            unit: "",
-            direction: dir,
-            cmp: stats::compare(base, cand, dir, 0.95).unwrap(),
-        }
+        let family: Vec<_> = metrics.iter().map(|&(_, m, b, c)| (b, c, dir(m))).collect();
+        stats::compare_family(&family, 0.95)
+            .into_iter()
+            .zip(metrics)
+            .map(|(cmp, &(workload, metric, _, _))| Row {
+                device: "nullb".into(),
+                workload: workload.into(),
+                scheduler: "rust-deadline".into(),
+                metric,
+                unit: "",
+                direction: dir(metric),
+                cmp: cmp.unwrap(),
+            })
+            .collect()
     }
 
     /// A comparison with one worse metric, one unchanged and one too small.
@@ -294,11 +420,13 @@ pub mod tests {
             base: "HEAD 0123456789ab".into(),
             candidate: "HEAD 0123456789ab + slow.patch (to the repository)".into(),
             failures: vec![],
-            rows: vec![
-                row("randread", "IOPS", &base, &slower),
-                row("randread", "kernel insns / request", &base, &base),
-                row("seqread", "IOPS", &base[..2], &slower[..2]),
-            ],
+            failed_runs: vec![],
+            one_sided: vec![],
+            rows: rows(&[
+                ("randread", "IOPS", &base, &slower),
+                ("randread", "kernel insns / request", &base, &base),
+                ("seqread", "IOPS", &base[..2], &slower[..2]),
+            ]),
             functions: vec![FunctionChange {
                 device: "nullb".into(),
                 workload: "randread".into(),
@@ -321,7 +449,8 @@ pub mod tests {
         );
         assert!(md.contains("**worse**") && md.contains("too few samples to tell"));
         assert!(md.contains(
-            "| verdicts | 0 better, 1 worse, 1 no difference detected, 1 too few samples to tell |"
+            "| verdicts | 0 better, 1 worse, 0 test and medians disagree, 1 no difference \
+             detected, 1 too few samples to tell |"
         ));
         assert!(md.contains("![nullb](compare-nullb.svg)"));
         assert!(

@@ -4,7 +4,7 @@
 use super::kind::{plan, plan_tsv, Kind, Suite};
 use super::sched;
 use crate::devices::{self, Device, BENCH_NULLB0};
-use crate::flags::QemuBench;
+use crate::flags::{QemuBench, SuiteArgs};
 use crate::guest::{self, Prepared};
 use crate::results::{Header, Planned, RunRecord, Timing};
 use crate::util::{self, note, step};
@@ -25,14 +25,7 @@ impl QemuBench {
     /// `--devices`, or the suite's (its `quick_devices` under `--quick`);
     /// each must be a known guest device.
     fn devices(&self, suite: &Suite, all: &BTreeMap<String, Device>) -> Result<Vec<String>> {
-        let devices =
-            self.s
-                .devices
-                .clone()
-                .unwrap_or_else(|| match (&suite.quick_devices, self.s.quick) {
-                    (Some(q), true) => q.clone(),
-                    _ => suite.devices.clone(),
-                });
+        let devices = planned_devices(suite, &self.s);
         for d in &devices {
             if !all.contains_key(d) {
                 bail!(
@@ -71,6 +64,17 @@ impl QemuBench {
 
 /// The suite's timing (full or `quick`), with `repeats` and `runtime`
 /// (seconds per run) applied.
+/// The devices a suite runs on: `--devices`, or the suite's (its
+/// `quick_devices` under `--quick`); not checked.
+pub fn planned_devices(suite: &Suite, s: &SuiteArgs) -> Vec<String> {
+    s.devices
+        .clone()
+        .unwrap_or_else(|| match (&suite.quick_devices, s.quick) {
+            (Some(q), true) => q.clone(),
+            _ => suite.devices.clone(),
+        })
+}
+
 pub fn timing(suite: &Suite, quick: bool, repeats: Option<u32>, runtime: Option<u32>) -> Timing {
     let mut timing = if quick { suite.quick } else { suite.full };
     if let Some(r) = repeats {

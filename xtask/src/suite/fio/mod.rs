@@ -11,7 +11,7 @@ pub use results::*;
 
 use super::kind::{Kind, Suite};
 use crate::devices::Device;
-use crate::flags::QemuBench;
+use crate::flags::{QemuBench, SuiteArgs};
 use crate::guest::Prepared;
 use crate::results::{Header, Planned, Timing};
 use crate::util::note;
@@ -127,6 +127,23 @@ pub fn writes(fio_args: &str) -> bool {
         .any(|rw| !matches!(rw.split(':').next(), Some("read" | "randread")))
 }
 
+impl Fio {
+    /// The workloads `qemu-bench` runs: `--workloads`, or the suite's
+    /// `quick_workloads` under `--quick`, or all.
+    fn planned_workloads(suite: &Suite, s: &SuiteArgs) -> Result<Vec<Workload>> {
+        let quick = suite.quick_workloads.as_deref().filter(|_| s.quick);
+        Fio::workloads(suite, s.workloads.as_deref().or(quick))
+    }
+
+    /// The names of the workloads `qemu-bench` runs.
+    pub fn planned_workload_names(suite: &Suite, s: &SuiteArgs) -> Result<Vec<String>> {
+        Ok(Fio::planned_workloads(suite, s)?
+            .into_iter()
+            .map(|w| w.name)
+            .collect())
+    }
+}
+
 impl Kind for Fio {
     const NAME: &'static str = "fio";
     const SCHEMA: &'static str = "ironlift-bench/1";
@@ -138,8 +155,7 @@ impl Kind for Fio {
     type Results = Results;
 
     fn new(suite: &Suite, o: &QemuBench) -> Result<Self> {
-        let quick = suite.quick_workloads.as_deref().filter(|_| o.s.quick);
-        let workloads = Fio::workloads(suite, o.s.workloads.as_deref().or(quick))?;
+        let workloads = Fio::planned_workloads(suite, &o.s)?;
         if o.profile && !Path::new(PERF).exists() {
             bail!(
                 "--profile needs {PERF}, which the guest runs from the host's root: \
