@@ -56,6 +56,14 @@ fn hdd_two_sequential_readers_bfq_keeps_the_head_on_one() {
         "bfq {bm:.1} MB/s: one sequential reader alone gets {alone:.1}"
     );
     assert!((0.8..=1.25).contains(&split), "bfq's split {split:.2}");
+    // The model is deterministic: the same input gives the same bytes, so
+    // they are judged exactly (the simulation's output for this input; a
+    // change of them is a change of decisions that its commit explains).
+    assert_eq!(
+        b.bytes,
+        [498_987_008, 492_392_448],
+        "bfq's bytes per reader"
+    );
 }
 
 #[test]
