@@ -94,6 +94,11 @@ pub struct Toolchain {
     pub rustc: PathBuf,
     pub rust_lib_src: PathBuf,
     pub bindgen: PathBuf,
+    /// The folder of the libclang that belongs to the LLVM which `LLVM=1`
+    /// builds with (`llvm-config --libdir`): bindgen must parse the
+    /// kernel's headers with the flags that clang takes, and left to
+    /// itself it loads the newest libclang installed.
+    pub libclang: PathBuf,
 }
 
 fn installed(pkg: &str) -> bool {
@@ -202,10 +207,20 @@ fn find_toolchain(bindgen: PathBuf) -> Result<Toolchain> {
             lib.display()
         );
     }
+    let libclang = run(Command::new("llvm-config").arg("--libdir"))
+        .map(|d| PathBuf::from(d.trim()))
+        .context("`llvm-config --libdir` (Debian's llvm) names the libclang bindgen uses")?;
+    if !libclang.join("libclang.so").exists() {
+        bail!(
+            "no libclang.so in {} (llvm-config --libdir): install libclang-dev",
+            libclang.display()
+        );
+    }
     Ok(Toolchain {
         rustc,
         rust_lib_src: lib,
         bindgen,
+        libclang,
     })
 }
 

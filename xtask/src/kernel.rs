@@ -88,7 +88,8 @@ pub fn make(tc: &Toolchain, src: &Path, build: &Path) -> Command {
         .arg(format!("RUSTC={}", tc.rustc.display()))
         .arg(format!("RUST_LIB_SRC={}", tc.rust_lib_src.display()))
         .arg(format!("BINDGEN={}", tc.bindgen.display()))
-        .arg(format!("O={}", build.display()));
+        .arg(format!("O={}", build.display()))
+        .env("LIBCLANG_PATH", &tc.libclang);
     c
 }
 
