@@ -343,8 +343,43 @@ impl Boot<'_> {
     }
 
     /// Boots, streams the console to the log (and `IRONLIFT:` lines to the
-    /// user), and cuts the guest at the timeout.
+    /// user), and cuts the guest at the timeout. QEMU killed by a signal
+    /// (its own crash, not the timeout's kill) is an error naming it; if
+    /// that happened before the guest said anything (`IRONLIFT:`), so that
+    /// no test ran, the guest is booted once more, the first console kept
+    /// beside the log (`.crashed`).
     pub fn run(&self) -> Result<BootResult> {
+        let (r, signal) = self.run_once()?;
+        let Some(sig) = signal else { return Ok(r) };
+        if r.console.contains("IRONLIFT:") {
+            bail!(
+                "QEMU died of signal {sig} {} s into the boot, the guest's job under way \
+                 (console log: {})",
+                r.wall.as_secs(),
+                self.console_log.display()
+            );
+        }
+        let kept = self.console_log.with_extension("crashed");
+        let _ = fs::rename(&self.console_log, &kept);
+        crate::util::note(&format!(
+            "QEMU died of signal {sig} {} s into the boot, before the guest started its \
+             job (console: {}): booting once more",
+            r.wall.as_secs(),
+            kept.display()
+        ));
+        match self.run_once()? {
+            (r, None) => Ok(r),
+            (_, Some(sig)) => bail!(
+                "QEMU died of signal {sig} twice (console log: {})",
+                self.console_log.display()
+            ),
+        }
+    }
+
+    /// One boot: its result, and the signal that killed QEMU if one did
+    /// (other than the timeout's kill).
+    fn run_once(&self) -> Result<(BootResult, Option<i32>)> {
+        use std::os::unix::process::ExitStatusExt;
         let mut cmd = self.command();
         if let Some(d) = self.console_log.parent() {
             fs::create_dir_all(d)?;
@@ -367,8 +402,10 @@ impl Boot<'_> {
             s
         });
         let mut timed_out = false;
+        let mut signal = None;
         loop {
-            if child.try_wait()?.is_some() {
+            if let Some(status) = child.try_wait()? {
+                signal = status.signal();
                 break;
             }
             if start.elapsed() > self.timeout {
@@ -387,11 +424,14 @@ impl Boot<'_> {
         if console.trim().is_empty() && !qemu_err.trim().is_empty() && !timed_out {
             bail!("QEMU failed to start the guest:\n{qemu_err}");
         }
-        Ok(BootResult {
-            console,
-            timed_out,
-            wall: start.elapsed(),
-        })
+        Ok((
+            BootResult {
+                console,
+                timed_out,
+                wall: start.elapsed(),
+            },
+            signal,
+        ))
     }
 }
 
