@@ -24,8 +24,12 @@ pub struct Attempt {
     /// 1, or 2 for the measurement repeated after a first one outside the
     /// band.
     pub attempt: u32,
-    /// Judged (ours, weighted) or only reported (mq-deadline, C bfq).
+    /// Judged in the band (ours, weighted), or not: the negative control
+    /// (mq-deadline, judged outside the band) and the reference (C bfq,
+    /// only reported).
     pub judged: bool,
+    /// `judged`, `control` or `reference`, as the guest recorded it.
+    pub role: String,
     pub level0_bytes: u64,
     pub level4_bytes: u64,
     pub seconds: u32,
@@ -61,7 +65,7 @@ pub fn parse(text: &str) -> Result<Vec<Attempt>> {
         };
         let judged = match f[2] {
             "judged" => true,
-            "control" => false,
+            "control" | "reference" => false,
             r => bail!("fairness.tsv line {}: role {r:?}", i + 1),
         };
         let (hi, lo) = (num(3, "level-0 bytes")?, num(4, "level-4 bytes")?);
@@ -74,6 +78,7 @@ pub fn parse(text: &str) -> Result<Vec<Attempt>> {
             scheduler: f[0].to_string(),
             attempt: num(1, "attempt")? as u32,
             judged,
+            role: f[2].to_string(),
             level0_bytes: hi,
             level4_bytes: lo,
             seconds: num(5, "seconds")? as u32,
@@ -98,7 +103,11 @@ pub fn table(attempts: &[Attempt]) -> String {
             "| {} | {} | {} | {:.1} | {:.1} | {:.3}{} | {:.2} | {} |",
             a.scheduler,
             a.attempt,
-            if a.judged { "yes" } else { "no (reference)" },
+            match a.role.as_str() {
+                "judged" => "in the band",
+                "control" => "outside the band (negative control)",
+                _ => "no (reference)",
+            },
             a.level0_bytes as f64 / 1e6,
             a.level4_bytes as f64 / 1e6,
             a.ratio,
@@ -147,7 +156,7 @@ mod tests {
     use super::*;
 
     const TSV: &str = "mq-deadline\t1\tcontrol\t565300000\t564500000\t20\t49\tnr_requests 4, 21931 requests of 62.9 KiB on average, 64228 bios merged\n\
-        bfq\t1\tcontrol\t269900000\t134200000\t20\t204\tnr_requests 4\n\
+        bfq\t1\treference\t269900000\t134200000\t20\t204\tnr_requests 4\n\
         rust-bfq\t1\tjudged\t300000000\t180000000\t20\t10\tnr_requests 4\n\
         rust-bfq\t2\tjudged\t187000000\t93100000\t20\t10\tnr_requests 4\n";
 
@@ -161,13 +170,18 @@ mod tests {
         assert!(!a[0].judged && a[2].judged);
         let t = table(&a);
         assert!(
-            t.contains("| rust-bfq | 1 | yes | 300.0 | 180.0 | 1.667 (outside) |"),
+            t.contains("| rust-bfq | 1 | in the band | 300.0 | 180.0 | 1.667 (outside) |"),
             "{t}"
         );
         assert!(
-            t.contains("| rust-bfq | 2 | yes | 187.0 | 93.1 | 2.009 |"),
+            t.contains("| rust-bfq | 2 | in the band | 187.0 | 93.1 | 2.009 |"),
             "{t}"
         );
+        assert!(
+            t.contains("| mq-deadline | 1 | outside the band (negative control) |"),
+            "{t}"
+        );
+        assert!(t.contains("| bfq | 1 | no (reference) |"), "{t}");
     }
 
     #[test]

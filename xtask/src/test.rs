@@ -401,7 +401,7 @@ fn guest_tests(
         + match (p.kernel.flavor, full_matrix) {
             (kernel::Flavor::Debug, true) => 1800 + 3600,
             (kernel::Flavor::Debug, false) => 2700,
-            _ => 900,
+            _ => 1200,
         };
     let monitor = if hot.is_empty() {
         None
