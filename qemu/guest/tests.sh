@@ -546,8 +546,8 @@ fair_line() { # scheduler
 }
 
 # One line of /run/out/fairness.tsv per measurement, for xtask's results
-# and report: scheduler, attempt (1, or 2 for the retry), role (control or
-# judged), level-0 bytes, level-4 bytes, seconds, skew ms, and the
+# and report: scheduler, attempt (1, or 2 for the retry), role (judged,
+# control or reference), level-0 bytes, level-4 bytes, seconds, skew ms, and the
 # device's request counts as fair_measure describes them.
 FAIR_TSV=/run/out/fairness.tsv
 fair_record() { # scheduler attempt role
@@ -585,7 +585,7 @@ fairness() {
 	out "    1..$(echo $FAIRNESS_SCHEDULERS $FAIRNESS_CONTROL | wc -w)"
 	for s in $FAIRNESS_REFERENCE; do
 		if fair_measure "$s"; then
-			fair_record "$s" 1 control
+			fair_record "$s" 1 reference
 			out "    # reference, not judged: $(fair_line "$s")"
 		else
 			out "    # reference $s: $FAIR_ERR"
