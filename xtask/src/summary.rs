@@ -130,9 +130,8 @@ impl Summary {
         let mut s = String::new();
         let unexpected = self.unexpected(expected);
         if !self.skips.is_empty() {
-            let _ = writeln!(s, "skipped ({} in {EXPECTED_SKIPS}):", {
-                self.skips.len() - unexpected.len()
-            });
+            let listed = self.skips.len() - unexpected.len();
+            let _ = writeln!(s, "skipped ({listed} in {EXPECTED_SKIPS}):");
             for k in &self.skips {
                 let tag = if unexpected.contains(&k) {
                     "UNEXPECTED "
