@@ -13,9 +13,20 @@ OUT=${IRONLIFT_OUT:-/run/out}
 
 say() { echo "IRONLIFT: $*"; }
 
-# Kernel name of a /dev path: /dev/nvme0n1 -> nvme0n1, and an emulated
-# disk's link /dev/ironlift/h7200 -> the sdX or vdX it points to.
-devname() { basename "$(readlink -f "$1")"; }
+# Kernel name of a /dev path into REPLY: /dev/nvme0n1 -> nvme0n1, and an
+# emulated disk's link /dev/ironlift/h7200 -> the sdX or vdX it points to.
+# Only a link costs an exec: on the debug kernel under TCG an exec takes
+# a good part of a second, and the tests select schedulers thousands of
+# times.
+devname_r() {
+	if [ -L "$1" ]; then
+		REPLY=$(readlink -f "$1")
+		REPLY=${REPLY##*/}
+	else
+		REPLY=${1##*/}
+	fi
+}
+devname() { devname_r "$1"; echo "$REPLY"; }
 
 # Links /dev/ironlift/<id> to every disk whose ATA model or virtio serial
 # is ironlift-<id>: the emulated disks of configs/devices/guest.toml, whose
@@ -45,18 +56,36 @@ wait_devices() {
 
 # Schedulers a device offers, one per line, without brackets.
 schedulers_of() {
-	tr -d '[]' < "/sys/block/$(devname "$1")/queue/scheduler" | tr ' ' '\n' | sed '/^$/d'
+	local -a l
+	local s
+	devname_r "$1"
+	read -ra l < "/sys/block/$REPLY/queue/scheduler" || return 1
+	for s in "${l[@]}"; do
+		s=${s#\[}
+		echo "${s%\]}"
+	done
+}
+
+# The scheduler in use on a device into REPLY (empty when none is marked).
+current_sched_r() {
+	local l
+	devname_r "$1"
+	read -r l < "/sys/block/$REPLY/queue/scheduler" || l=""
+	case $l in
+	*\[*\]*) l=${l#*\[}; REPLY=${l%%\]*} ;;
+	*) REPLY="" ;;
+	esac
 }
 
 # The scheduler in use on a device.
-current_sched() {
-	sed -n 's/.*\[\(.*\)\].*/\1/p' "/sys/block/$(devname "$1")/queue/scheduler"
-}
+current_sched() { current_sched_r "$1"; echo "$REPLY"; }
 
 # Select a scheduler; fails unless it is then the one in use.
 set_sched() {
-	echo "$2" > "/sys/block/$(devname "$1")/queue/scheduler" 2>/dev/null || return 1
-	[ "$(current_sched "$1")" = "$2" ]
+	devname_r "$1"
+	echo "$2" > "/sys/block/$REPLY/queue/scheduler" 2>/dev/null || return 1
+	current_sched_r "$1"
+	[ "$REPLY" = "$2" ]
 }
 
 # Writes the tunables of a scheduler entry, "elevator:name=value[:name=value]"

@@ -496,6 +496,8 @@ fault_alloc_case() { # n scheduler old-scheduler
 	step=$(fault_len 4 1)
 	exec {FNTH_W}>/proc/thread-self/fail-nth
 	fault_bg_start "$FAULT_DEV" 0 0
+	# Each phase's seconds, for the line below.
+	local t_sw=$SECONDS t_tun t_procs
 	# The switch.
 	nth=1
 	while [ $nth -lt 5000 ]; do
@@ -507,7 +509,7 @@ fault_alloc_case() { # n scheduler old-scheduler
 		echo "$s" > $q/scheduler 2>/dev/null
 		rc=$?
 		fault_nth_left
-		cur=$(current_sched "$FAULT_DEV")
+		current_sched_r "$FAULT_DEV"; cur=$REPLY
 		[ "$FNTH_LEFT" = 0 ] || break
 		points=$nth
 		if [ $rc = 0 ]; then
@@ -523,12 +525,13 @@ fault_alloc_case() { # n scheduler old-scheduler
 		nth=$((nth + step))
 	done
 	if [ $rc = 0 ] && [ "$cur" = "$s" ]; then took=1; fi
+	t_sw=$((SECONDS - t_sw)); t_tun=$SECONDS
 	# Sysfs writes: each tunable's own value.
-	local f v wpoints=0 wfailed=0 ro=0
+	local f v now wpoints=0 wfailed=0 ro=0
 	set_sched "$FAULT_DEV" "$s" || bad="$bad cannot_select_$s"
 	for f in $q/iosched/*; do
 		[ -e "$f" ] || continue
-		v=$(cat "$f")
+		read -r v < "$f"
 		# One that refuses its own value unprovoked is read-only.
 		if ! echo "$v" > "$f" 2>/dev/null; then
 			ro=$((ro + 1))
@@ -543,12 +546,14 @@ fault_alloc_case() { # n scheduler old-scheduler
 			[ "$FNTH_LEFT" = 0 ] || break
 			wpoints=$((wpoints + 1))
 			[ $rc = 0 ] || wfailed=$((wfailed + 1))
-			[ "$(cat "$f")" = "$v" ] || bad="$bad $(basename "$f")_changed_to_$(cat "$f")@$nth"
+			read -r now < "$f"
+			[ "$now" = "$v" ] || bad="$bad ${f##*/}_changed_to_$now@$nth"
 			nth=$((nth + step))
 		done
-		[ $rc = 0 ] || bad="$bad $(basename "$f")_refused_without_fault"
+		[ $rc = 0 ] || bad="$bad ${f##*/}_refused_without_fault"
 	done
 	exec {FNTH_W}>&-
+	t_tun=$((SECONDS - t_tun)); t_procs=$SECONDS
 	# Processes whose allocations fail: subshells of this shell that read
 	# the device with bash's own `read`, so that nothing but the read runs
 	# with failing allocations. An exec would: its path walk and loader
@@ -580,8 +585,9 @@ fault_alloc_case() { # n scheduler old-scheduler
 	for a in $FAILSLAB $FAILPAGE; do echo 0 > $a/probability; done
 	exec {rfd}<&-
 	echo "$ra" > $q/read_ahead_kb
+	t_procs=$((SECONDS - t_procs))
 	fault_bg_wait
-	out "    # $s (from $old): switch: $points allocation points tried (every ${step}th), $absorbed absorbed, $kept failed keeping $old, $fellback failed falling back to none, then $( [ $took = 1 ] && echo took || echo 'did not take'); tunables: $wpoints write points, $wfailed failed ($ro read-only ones left out); $procs processes with failing allocations, $pfailed failed; $(fault_totals_line)"
+	out "    # $s (from $old): switch: $points allocation points tried (every ${step}th), $absorbed absorbed, $kept failed keeping $old, $fellback failed falling back to none, then $( [ $took = 1 ] && echo took || echo 'did not take'); tunables: $wpoints write points, $wfailed failed ($ro read-only ones left out); $procs processes with failing allocations, $pfailed failed; $(fault_totals_line); ${t_sw}s switching, ${t_tun}s writing tunables, ${t_procs}s in processes"
 	fault_case $n "$s" "$bad" eval '[ -z "$bad" ] && [ $took = 1 ] && [ $points -gt 0 ] &&
 		fault_io_clean && quick_verify "$FAULT_DEV" 200'
 }

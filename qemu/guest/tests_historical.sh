@@ -34,7 +34,7 @@ historical_bad() { # elevator tunable
 # their defaults, and each tunable rejects bad input with EINVAL keeping its
 # value and takes a valid one.
 historical_tunables() {
-	local dev=${DEVICES%% *} q el alias want n=0 cases=0 got t f
+	local dev=${DEVICES%% *} q el alias want n=0 cases=0 got t f v
 	q=/sys/block/$(devname "$dev")/queue
 	while read -r el alias want; do
 		case " $SCHEDULERS " in *" $el "*) ;; *) continue ;; esac
@@ -60,7 +60,7 @@ historical_tunables() {
 		for t in $(ls "$q/iosched" | sort); do
 			case " $want " in
 			*" $t=ro "*) got="$got $t=ro" ;;
-			*) got="$got $t=$(cat "$q/iosched/$t")" ;;
+			*) read -r v < "$q/iosched/$t"; got="$got $t=$v" ;;
 			esac
 		done
 		if [ "${got# }" = "$want" ]; then
@@ -76,9 +76,9 @@ historical_tunables() {
 				out "    not ok $n $el:${t%%=*} # missing"
 			elif [ "${t#*=}" = ro ]; then
 				if echo 5 > "$f" 2>/tmp/tun.err || ! grep -q "Invalid argument" /tmp/tun.err; then
-					out "    not ok $n $(basename "$f") # a write to a read-only value was not refused with EINVAL"
+					out "    not ok $n ${f##*/} # a write to a read-only value was not refused with EINVAL"
 				else
-					out "    ok $n $(basename "$f")_read_only"
+					out "    ok $n ${f##*/}_read_only"
 				fi
 			else
 				local good=$(( ${t#*=} + 3 ))
