@@ -16,6 +16,7 @@
 
 use crate::flags::{Compare, Sides};
 use crate::kernel::{self, Additions};
+use crate::kver::Kver;
 use crate::util::{self, note, run, Hasher};
 use anyhow::{bail, Context, Result};
 use std::fs;
@@ -216,7 +217,7 @@ fn own_kernels(mut sides: [Side; 2], root: &Path, cache: &Path) -> Result<[Side;
         }
         let dir = cache.join("compare").join(format!("linux-{}", &key[..12]));
         if !dir.join(".git").is_dir() {
-            let pristine = kernel::debian_source_dir(cache)?;
+            let pristine = kernel::debian_source_dir(cache, Kver::DEFAULT)?;
             note(&format!(
                 "the {}'s kernel differs from this tree's: a source tree of its own in {} (once)",
                 s.label,
@@ -240,7 +241,11 @@ fn own_kernels(mut sides: [Side; 2], root: &Path, cache: &Path) -> Result<[Side;
                 .args(["config", "gc.auto", "0"]))?;
             fs::rename(&tmp, &dir)?;
         }
-        kernel::sync_additions(&dir, &Additions::load(&s.root)?)?;
+        kernel::sync_additions(
+            &dir,
+            &Additions::load(&s.root, Kver::DEFAULT)?,
+            Kver::DEFAULT,
+        )?;
         s.kernel_src = Some(dir);
     }
     Ok(sides)
