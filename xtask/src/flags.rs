@@ -184,6 +184,9 @@ pub struct Sides {
 pub struct Compare {
     #[command(flatten)]
     pub sides: Sides,
+    /// The kernel both sides build on (see `kernel --kernel`)
+    #[arg(long, value_enum, default_value_t = crate::kver::Kver::DEFAULT)]
+    pub kernel: crate::kver::Kver,
     #[command(flatten)]
     pub g: GuestArgs,
     /// Cache folder [default: $IRONLIFT_CACHE, else ~/.cache/ironlift]
