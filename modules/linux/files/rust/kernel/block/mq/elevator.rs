@@ -365,10 +365,10 @@ pub trait Elevator: Sized + Send + Sync + 'static {
         crate::build_error!(crate::error::VTABLE_DEFAULT_ERROR)
     }
 
-    /// The scheduler-tag depth of a hardware queue was set: once per
-    /// hardware queue when the scheduler is attached (`init_hctx`), and
-    /// whenever `nr_requests` changes (`depth_updated`). The queue is frozen
-    /// and holds no request.
+    /// The scheduler-tag depth was set: when the scheduler is attached, and
+    /// whenever `nr_requests` changes; [`DepthUpdate`] says for what (a
+    /// hardware queue or the request queue, as the block core reports it).
+    /// The queue is frozen and holds no request.
     fn depth_updated(&self, _locked: &mut Self::Locked, _update: &DepthUpdate<'_>) {
         crate::build_error!(crate::error::VTABLE_DEFAULT_ERROR)
     }

@@ -130,7 +130,10 @@ impl<T: Elevator> Vtable<T> {
     }
 }
 
-/// A scheduler-tag depth change, given to [`Elevator::depth_updated`].
+/// A scheduler-tag depth change of one hardware queue, given to
+/// [`Elevator::depth_updated`]: once per hardware queue when the scheduler
+/// is attached (`init_hctx`), and whenever `nr_requests` changes
+/// (`depth_updated`).
 ///
 /// [`Elevator::depth_updated`]: super::Elevator::depth_updated
 pub struct DepthUpdate<'a> {

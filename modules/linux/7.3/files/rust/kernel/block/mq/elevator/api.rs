@@ -116,7 +116,10 @@ impl<T: Elevator> Vtable<T> {
     }
 }
 
-/// A scheduler-tag depth change, given to [`Elevator::depth_updated`].
+/// A scheduler-tag depth change of the request queue, given to
+/// [`Elevator::depth_updated`]: when the scheduler is attached (from
+/// `init_sched`), whenever `nr_requests` changes and when the queue's
+/// `async_depth` is written (`depth_updated`).
 ///
 /// [`Elevator::depth_updated`]: super::Elevator::depth_updated
 pub struct DepthUpdate<'a> {
