@@ -113,7 +113,7 @@ pub struct Toolchain {
     pub bindgen: PathBuf,
     /// make's `LLVM=` value (`1`, or a suffix such as `-19`).
     pub llvm: &'static str,
-    /// `LIBCLANG_PATH` for bindgen, unless the system's default libclang.
+    /// `LIBCLANG_PATH` for bindgen: the libclang of the kernel's LLVM.
     pub libclang: Option<PathBuf>,
 }
 
@@ -249,8 +249,18 @@ fn find_toolchain(bindgen: PathBuf, kernel: Kver) -> Result<Toolchain> {
         rust_lib_src: lib,
         bindgen,
         llvm: kernel.llvm(),
-        libclang: kernel.libclang_path(),
+        libclang: kernel.libclang_path().or_else(default_libclang),
     })
+}
+
+/// The libclang of the system's default LLVM (`llvm-config --libdir`),
+/// which matches the default `clang`: bindgen otherwise loads the newest
+/// libclang installed, another LLVM's once a versioned one is (the kernel
+/// then warns that libclang's version does not match Clang's).
+fn default_libclang() -> Option<PathBuf> {
+    let dir = run(Command::new("llvm-config").arg("--libdir")).ok()?;
+    let dir = PathBuf::from(dir.trim());
+    dir.is_dir().then_some(dir)
 }
 
 /// The Debian kernel source tarball of `kernel` (installed, or fetched

@@ -74,8 +74,8 @@ impl Kver {
         }
     }
 
-    /// The libclang bindgen loads (`LIBCLANG_PATH`), when not the
-    /// system's default one.
+    /// The libclang bindgen loads (`LIBCLANG_PATH`), when not the one of
+    /// the system's default LLVM.
     pub fn libclang_path(self) -> Option<PathBuf> {
         match self {
             Kver::V6_12 => None,
