@@ -27,6 +27,9 @@ impl Queue {
     }
 
     /// The queue's `nr_requests` (scheduler tags per hardware queue).
+    // `nr_requests` is an `unsigned long` in some kernels, an `unsigned int`
+    // in others.
+    #[allow(clippy::useless_conversion)]
     pub fn nr_requests(&self) -> u32 {
         // SAFETY: The queue is live; `nr_requests` is only changed with the
         // queue frozen, when no elevator hook runs but `depth_updated`.

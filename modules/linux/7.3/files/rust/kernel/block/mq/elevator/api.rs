@@ -10,7 +10,7 @@
 
 use super::{data::ElevatorData, queue::Queue, vtable::Vtable, Elevator};
 use crate::{
-    bindings,
+    bindings, container_of,
     ffi::{c_char, c_int},
     prelude::*,
     str::{CStr, CStrExt},
@@ -33,6 +33,16 @@ pub(super) fn c_str_len(s: &CStr) -> usize {
 /// What a timer callback returns not to be restarted.
 pub(super) const HRTIMER_NORESTART: bindings::hrtimer_restart =
     bindings::hrtimer_restart::HRTIMER_NORESTART;
+
+/// The request whose `queuelist` is `pos`.
+///
+/// # Safety
+///
+/// `pos` must be the `queuelist` of a request.
+pub(super) unsafe fn request_of_queuelist(pos: *mut bindings::list_head) -> *mut bindings::request {
+    // SAFETY: `pos` is a request's `queuelist` (safety requirement).
+    unsafe { container_of!(pos, bindings::request, __bindgen_anon_1.queuelist) }
+}
 
 /// Initialises the rerun timer in `slot` to call `function`
 /// (`CLOCK_MONOTONIC`, absolute expiry times).
