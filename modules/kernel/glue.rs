@@ -46,13 +46,13 @@ use kernel::{c_str, str::CStr};
 /// rest.
 pub(crate) trait Scheduler: Send + Sync + 'static {
     /// The policy, over [`Storage`].
-    type Policy: SchedPolicy + Send;
+    type Policy: SchedPolicy + Send + Unpin;
     /// How the elevator lock is taken: [`IrqSafe`] if completions may need
     /// it (a timed completion log) or with I/O contexts, else
     /// [`ProcessContext`].
     type LockContext: CompletionLock;
     /// What maps requests to the policy's issuers, behind the lock.
-    type Issuers: Send;
+    type Issuers: Send + Unpin;
 
     /// The elevator's name.
     const NAME: &'static CStr;

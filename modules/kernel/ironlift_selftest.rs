@@ -35,10 +35,21 @@ use types::{
     TunableError,
 };
 
+// module!'s `author` is `authors: [..]` after 6.12 (modules/kernel/Kbuild
+// sets the cfg).
+#[cfg(not(ironlift_module_authors))]
 module! {
     type: IronliftSelftest,
     name: "ironlift_selftest",
     author: "ironlift developers",
+    description: "In-kernel self-test of ironlift's scheduling policies",
+    license: "GPL",
+}
+#[cfg(ironlift_module_authors)]
+module! {
+    type: IronliftSelftest,
+    name: "ironlift_selftest",
+    authors: ["ironlift developers"],
     description: "In-kernel self-test of ironlift's scheduling policies",
     license: "GPL",
 }

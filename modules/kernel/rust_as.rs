@@ -65,10 +65,22 @@ use glue::{Scheduler, SchedulerModule, Storage};
 use sched::ContextIssuers;
 use types::IssuerId;
 
+// module!'s `author` is `authors: [..]` after 6.12 (modules/kernel/Kbuild
+// sets the cfg).
+#[cfg(not(ironlift_module_authors))]
 module! {
     type: RustAsModule,
     name: "rust_as",
     author: "ironlift developers",
+    description: "Anticipatory I/O scheduler in Rust",
+    license: "GPL",
+    alias: ["rust-as-iosched", "anticipatory-iosched"],
+}
+#[cfg(ironlift_module_authors)]
+module! {
+    type: RustAsModule,
+    name: "rust_as",
+    authors: ["ironlift developers"],
     description: "Anticipatory I/O scheduler in Rust",
     license: "GPL",
     alias: ["rust-as-iosched", "anticipatory-iosched"],

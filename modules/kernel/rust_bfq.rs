@@ -77,10 +77,22 @@ use glue::{Scheduler, SchedulerModule, Storage};
 use sched_bfq::ContextIssuers;
 use types::IssuerId;
 
+// module!'s `author` is `authors: [..]` after 6.12 (modules/kernel/Kbuild
+// sets the cfg).
+#[cfg(not(ironlift_module_authors))]
 module! {
     type: RustBfqModule,
     name: "rust_bfq",
     author: "ironlift developers",
+    description: "BFQ-like proportional-share I/O scheduler in Rust",
+    license: "GPL",
+    alias: ["rust-bfq-iosched"],
+}
+#[cfg(ironlift_module_authors)]
+module! {
+    type: RustBfqModule,
+    name: "rust_bfq",
+    authors: ["ironlift developers"],
     description: "BFQ-like proportional-share I/O scheduler in Rust",
     license: "GPL",
     alias: ["rust-bfq-iosched"],

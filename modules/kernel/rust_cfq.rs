@@ -71,10 +71,22 @@ use glue::{Scheduler, SchedulerModule, Storage};
 use sched::ContextIssuers;
 use types::IssuerId;
 
+// module!'s `author` is `authors: [..]` after 6.12 (modules/kernel/Kbuild
+// sets the cfg).
+#[cfg(not(ironlift_module_authors))]
 module! {
     type: RustCfqModule,
     name: "rust_cfq",
     author: "ironlift developers",
+    description: "CFQ (Completely Fair Queueing) I/O scheduler in Rust",
+    license: "GPL",
+    alias: ["rust-cfq-iosched", "cfq-iosched"],
+}
+#[cfg(ironlift_module_authors)]
+module! {
+    type: RustCfqModule,
+    name: "rust_cfq",
+    authors: ["ironlift developers"],
     description: "CFQ (Completely Fair Queueing) I/O scheduler in Rust",
     license: "GPL",
     alias: ["rust-cfq-iosched", "cfq-iosched"],

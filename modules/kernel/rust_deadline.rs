@@ -54,10 +54,22 @@ mod glue;
 use deadline::{Deadline, Slot};
 use glue::{Scheduler, SchedulerModule, Storage};
 
+// module!'s `author` is `authors: [..]` after 6.12 (modules/kernel/Kbuild
+// sets the cfg).
+#[cfg(not(ironlift_module_authors))]
 module! {
     type: RustDeadlineModule,
     name: "rust_deadline",
     author: "ironlift developers",
+    description: "mq-deadline I/O scheduler in Rust",
+    license: "GPL",
+    alias: ["rust-deadline-iosched"],
+}
+#[cfg(ironlift_module_authors)]
+module! {
+    type: RustDeadlineModule,
+    name: "rust_deadline",
+    authors: ["ironlift developers"],
     description: "mq-deadline I/O scheduler in Rust",
     license: "GPL",
     alias: ["rust-deadline-iosched"],

@@ -65,10 +65,22 @@ mod glue;
 use glue::{Scheduler, SchedulerModule, Storage};
 use noop::{Noop, Slot};
 
+// module!'s `author` is `authors: [..]` after 6.12 (modules/kernel/Kbuild
+// sets the cfg).
+#[cfg(not(ironlift_module_authors))]
 module! {
     type: RustNoopModule,
     name: "rust_noop",
     author: "ironlift developers",
+    description: "noop I/O scheduler (one FIFO) in Rust",
+    license: "GPL",
+    alias: ["rust-noop-iosched", "noop-iosched"],
+}
+#[cfg(ironlift_module_authors)]
+module! {
+    type: RustNoopModule,
+    name: "rust_noop",
+    authors: ["ironlift developers"],
     description: "noop I/O scheduler (one FIFO) in Rust",
     license: "GPL",
     alias: ["rust-noop-iosched", "noop-iosched"],

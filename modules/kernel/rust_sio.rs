@@ -73,10 +73,22 @@ mod glue;
 use glue::{Scheduler, SchedulerModule, Storage};
 use sio::{Sio, Slot};
 
+// module!'s `author` is `authors: [..]` after 6.12 (modules/kernel/Kbuild
+// sets the cfg).
+#[cfg(not(ironlift_module_authors))]
 module! {
     type: RustSioModule,
     name: "rust_sio",
     author: "ironlift developers",
+    description: "SIO (Simple I/O) scheduler in Rust",
+    license: "GPL",
+    alias: ["rust-sio-iosched", "sio-iosched"],
+}
+#[cfg(ironlift_module_authors)]
+module! {
+    type: RustSioModule,
+    name: "rust_sio",
+    authors: ["ironlift developers"],
     description: "SIO (Simple I/O) scheduler in Rust",
     license: "GPL",
     alias: ["rust-sio-iosched", "sio-iosched"],

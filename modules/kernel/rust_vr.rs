@@ -76,10 +76,22 @@ mod glue;
 use glue::{Scheduler, SchedulerModule, Storage};
 use vr::{Slot, Vr};
 
+// module!'s `author` is `authors: [..]` after 6.12 (modules/kernel/Kbuild
+// sets the cfg).
+#[cfg(not(ironlift_module_authors))]
 module! {
     type: RustVrModule,
     name: "rust_vr",
     author: "ironlift developers",
+    description: "V(R) I/O scheduler in Rust",
+    license: "GPL",
+    alias: ["rust-vr-iosched", "vr-iosched"],
+}
+#[cfg(ironlift_module_authors)]
+module! {
+    type: RustVrModule,
+    name: "rust_vr",
+    authors: ["ironlift developers"],
     description: "V(R) I/O scheduler in Rust",
     license: "GPL",
     alias: ["rust-vr-iosched", "vr-iosched"],

@@ -2,14 +2,15 @@
 //! guest and the host tests need, and name exactly what is missing when it
 //! cannot install.
 
+use crate::kver::{Kver, Origin};
 use crate::util::{note, run, step, which};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Debian packages, each with why it is needed.
+/// Debian packages every kernel needs, each with why it is needed; see
+/// [`packages`] for all of one kernel's.
 pub const PACKAGES: &[(&str, &str)] = &[
-    ("linux-source-6.12", "the kernel source tarball"),
     (
         "rustc-web",
         "a rustc that matches rust-web-src, for kernel Rust",
@@ -19,10 +20,6 @@ pub const PACKAGES: &[(&str, &str)] = &[
         "rust-web-clippy",
         "clippy matching rustc-web, for `cargo xtask patches`",
     ),
-    ("clang", "LLVM=1 kernel build"),
-    ("lld", "LLVM=1 kernel build"),
-    ("llvm", "LLVM=1 kernel build"),
-    ("libclang-dev", "bindgen"),
     ("flex", "kernel build"),
     ("bison", "kernel build"),
     ("bc", "kernel build"),
@@ -88,14 +85,36 @@ pub const PACKAGES: &[(&str, &str)] = &[
     ),
 ];
 
-/// Where the kernel Rust toolchain lives.
+/// The Debian packages `kernel` needs: [`PACKAGES`], its LLVM toolchain
+/// and, for a kernel whose source package is installed, that package.
+/// A fetched source package needs apt-get and dpkg-deb, which every
+/// Debian system has.
+pub fn packages(kernel: Kver) -> Vec<(String, &'static str)> {
+    let mut out = Vec::new();
+    if kernel.origin() == Origin::Installed {
+        out.push((kernel.package(), "the kernel source tarball"));
+    }
+    out.extend(PACKAGES.iter().map(|(p, why)| (p.to_string(), *why)));
+    out.extend(
+        kernel
+            .llvm_packages()
+            .iter()
+            .map(|(p, why)| (p.to_string(), *why)),
+    );
+    out
+}
+
+/// Where the kernel Rust toolchain lives, and which LLVM the kernel's C
+/// and bindgen use.
 #[derive(Clone, Debug)]
 pub struct Toolchain {
     pub rustc: PathBuf,
     pub rust_lib_src: PathBuf,
     pub bindgen: PathBuf,
-    /// The folder of the libclang that belongs to the LLVM which `LLVM=1`
-    /// builds with (`llvm-config --libdir`): bindgen must parse the
+    /// make's `LLVM=` value (`1`, or a suffix such as `-19`).
+    pub llvm: &'static str,
+    /// The folder of the libclang that belongs to the LLVM the kernel
+    /// builds with (`LIBCLANG_PATH` for bindgen): bindgen must parse the
     /// kernel's headers with the flags that clang takes, and left to
     /// itself it loads the newest libclang installed.
     pub libclang: PathBuf,
@@ -124,16 +143,18 @@ fn cargo_bin() -> PathBuf {
     home.join("bin")
 }
 
-/// Makes sure every package and tool is there, installing when it can.
-pub fn ensure() -> Result<Toolchain> {
+/// Makes sure every package and tool `kernel` needs is there, installing
+/// when it can.
+pub fn ensure(kernel: Kver) -> Result<Toolchain> {
     step("Checking build and guest dependencies");
-    let missing: Vec<&str> = PACKAGES
+    let wanted = packages(kernel);
+    let missing: Vec<&str> = wanted
         .iter()
         .filter(|(p, _)| !installed(p))
-        .map(|(p, _)| *p)
+        .map(|(p, _)| p.as_str())
         .collect();
     if !missing.is_empty() {
-        for (p, why) in PACKAGES.iter().filter(|(p, _)| missing.contains(p)) {
+        for (p, why) in wanted.iter().filter(|(p, _)| missing.contains(&p.as_str())) {
             note(&format!("missing Debian package {p} ({why})"));
         }
         if !is_root() || which("apt-get").is_none() {
@@ -165,10 +186,14 @@ pub fn ensure() -> Result<Toolchain> {
     let bindgen = cargo_bin().join("bindgen");
     let bindgen_ok = bindgen.is_file()
         && run(Command::new(&bindgen).arg("--version"))
-            .map(|v| !v.contains(" 0.5") && !v.contains(" 0.60"))
+            .map(|v| {
+                !v.contains(" 0.5")
+                    && !v.contains(" 0.60")
+                    && version_at_least(&v, kernel.min_bindgen())
+            })
             .unwrap_or(false);
     if !bindgen_ok {
-        note("installing bindgen-cli with `cargo install bindgen-cli --locked` (Debian's bindgen is too old for 6.12)");
+        note(&format!("installing bindgen-cli with `cargo install bindgen-cli --locked` (Debian's bindgen is too old for {})", kernel.name()));
         crate::util::run_logged(
             Command::new("cargo").args(["install", "bindgen-cli", "--locked"]),
             &std::env::temp_dir().join("ironlift-bindgen-install.log"),
@@ -179,17 +204,32 @@ pub fn ensure() -> Result<Toolchain> {
         )?;
     }
 
-    let tc = find_toolchain(bindgen)?;
+    let tc = find_toolchain(bindgen, kernel)?;
     note(&format!(
-        "kernel Rust: {} with {}, bindgen {}",
+        "kernel Rust: {} with {}, bindgen {}; LLVM={}",
         tc.rustc.display(),
         tc.rust_lib_src.display(),
-        tc.bindgen.display()
+        tc.bindgen.display(),
+        tc.llvm
     ));
     Ok(tc)
 }
 
-fn find_toolchain(bindgen: PathBuf) -> Result<Toolchain> {
+/// Whether the first `x.y.z` in `text` (a `--version` line) is at least
+/// `min`.
+fn version_at_least(text: &str, min: (u32, u32, u32)) -> bool {
+    text.split_whitespace()
+        .find_map(|w| {
+            let mut it = w.split('.').map(|n| n.parse::<u32>());
+            match (it.next(), it.next(), it.next()) {
+                (Some(Ok(a)), Some(Ok(b)), Some(Ok(c))) => Some((a, b, c) >= min),
+                _ => None,
+            }
+        })
+        .unwrap_or(false)
+}
+
+fn find_toolchain(bindgen: PathBuf, kernel: Kver) -> Result<Toolchain> {
     let rustc = PathBuf::from("/usr/bin/rustc");
     let version = run(Command::new(&rustc).arg("--version"))
         .context("Debian's rustc (package rustc-web) is not at /usr/bin/rustc")?;
@@ -207,31 +247,93 @@ fn find_toolchain(bindgen: PathBuf) -> Result<Toolchain> {
             lib.display()
         );
     }
-    let libclang = run(Command::new("llvm-config").arg("--libdir"))
-        .map(|d| PathBuf::from(d.trim()))
-        .context("`llvm-config --libdir` (Debian's llvm) names the libclang bindgen uses")?;
+    let libclang = match kernel.libclang_path() {
+        Some(dir) => dir,
+        None => run(Command::new("llvm-config").arg("--libdir"))
+            .map(|d| PathBuf::from(d.trim()))
+            .context("`llvm-config --libdir` (Debian's llvm) names the libclang bindgen uses")?,
+    };
     if !libclang.join("libclang.so").exists() {
         bail!(
-            "no libclang.so in {} (llvm-config --libdir): install libclang-dev",
-            libclang.display()
+            "no libclang.so in {}: install {}",
+            libclang.display(),
+            kernel
+                .llvm_packages()
+                .iter()
+                .filter(|(p, _)| p.starts_with("libclang"))
+                .map(|(p, _)| *p)
+                .collect::<Vec<_>>()
+                .join(" ")
         );
     }
     Ok(Toolchain {
         rustc,
         rust_lib_src: lib,
         bindgen,
+        llvm: kernel.llvm(),
         libclang,
     })
 }
 
-/// The Debian kernel source tarball, if installed.
-pub fn debian_kernel_tarball() -> Result<PathBuf> {
-    let p = Path::new("/usr/src/linux-source-6.12.tar.xz");
-    if !p.is_file() {
-        bail!(
-            "{} is missing; install it with `apt-get install linux-source-6.12`",
-            p.display()
-        );
+/// The Debian kernel source tarball of `kernel` (installed, or fetched
+/// into `cache`).
+pub fn debian_kernel_tarball(kernel: Kver, cache: &Path) -> Result<PathBuf> {
+    let package = kernel.package();
+    let tarball = format!("usr/src/{package}.tar.xz");
+    match kernel.origin() {
+        Origin::Installed => {
+            let p = Path::new("/").join(&tarball);
+            if !p.is_file() {
+                bail!(
+                    "{} is missing; install it with `apt-get install {package}`",
+                    p.display()
+                );
+            }
+            Ok(p)
+        }
+        Origin::Fetched { suite, version } => {
+            let dir = crate::debsrc::fetch(cache, &package, version, suite)?;
+            let p = dir.join(&tarball);
+            if !p.is_file() {
+                bail!("{package} {version} holds no {tarball}");
+            }
+            Ok(p)
+        }
     }
-    Ok(p.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bindgen_versions_compare_by_number() {
+        assert!(version_at_least("bindgen 0.73.2", (0, 71, 1)));
+        assert!(version_at_least("bindgen 0.71.1", (0, 71, 1)));
+        assert!(!version_at_least("bindgen 0.69.4", (0, 71, 1)));
+        assert!(!version_at_least("bindgen 0.9.0", (0, 71, 1)));
+        assert!(!version_at_least("bindgen", (0, 0, 0)));
+    }
+
+    #[test]
+    fn each_kernel_gets_its_own_llvm_and_only_6_12_its_installed_source() {
+        let names = |k: Kver| -> Vec<String> { packages(k).into_iter().map(|(p, _)| p).collect() };
+        let old = names(Kver::V6_12);
+        assert!(old.contains(&"linux-source-6.12".to_string()));
+        assert!(old.contains(&"clang".to_string()) && !old.contains(&"clang-19".to_string()));
+        let new = names(Kver::V7_3);
+        assert!(
+            !new.iter().any(|p| p.starts_with("linux-source")),
+            "{new:?}"
+        );
+        for p in [
+            "clang-19",
+            "lld-19",
+            "llvm-19",
+            "libclang-19-dev",
+            "rustc-web",
+        ] {
+            assert!(new.contains(&p.to_string()), "{p} missing from {new:?}");
+        }
+    }
 }

@@ -16,7 +16,11 @@ pub struct Cli {
 #[derive(Subcommand)]
 pub enum Cmd {
     /// Install (or name) the Debian packages and tools everything needs
-    Deps,
+    Deps {
+        /// The kernel whose toolchain to install (see `kernel --kernel`)
+        #[arg(long, value_enum, default_value_t = crate::kver::Kver::DEFAULT)]
+        kernel: crate::kver::Kver,
+    },
     /// Build the kernel with ironlift's additions (cached; incremental)
     Kernel {
         #[command(flatten)]
@@ -65,12 +69,19 @@ pub enum Cmd {
 
 #[derive(Args, Clone)]
 pub struct KernelArgs {
+    /// The kernel: 6.12 (Debian bookworm's linux-source-6.12, installed)
+    /// or 7.3 (trixie-backports' linux-source-7.3, fetched into the cache
+    /// with a private apt configuration); each has its own series in
+    /// modules/linux, toolchain and cache folder
+    #[arg(long, value_enum, default_value_t = crate::kver::Kver::DEFAULT)]
+    pub kernel: crate::kver::Kver,
     /// Cache folder for kernel trees, builds and disk images
     /// [default: $IRONLIFT_CACHE, else ~/.cache/ironlift]
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
     /// Build this kernel source tree (out of tree, into the cache) instead of
-    /// Debian's linux-source-6.12; it must already carry ironlift's additions
+    /// Debian's source of --kernel; it must be of that kernel and already
+    /// carry ironlift's additions for it
     #[arg(long, value_name = "DIR")]
     pub kernel_src: Option<PathBuf>,
     /// Use the debug kernel (KASAN, lockdep, DEBUG_LIST, kmemleak, ...)
@@ -173,6 +184,9 @@ pub struct Sides {
 pub struct Compare {
     #[command(flatten)]
     pub sides: Sides,
+    /// The kernel both sides build on (see `kernel --kernel`)
+    #[arg(long, value_enum, default_value_t = crate::kver::Kver::DEFAULT)]
+    pub kernel: crate::kver::Kver,
     #[command(flatten)]
     pub g: GuestArgs,
     /// Cache folder [default: $IRONLIFT_CACHE, else ~/.cache/ironlift]
@@ -352,6 +366,7 @@ impl KernelArgs {
     /// What `kernel::ensure` builds.
     pub fn kernel_opts(&self) -> crate::kernel::KernelOpts {
         crate::kernel::KernelOpts {
+            kernel: self.kernel,
             cache: crate::util::cache_root(self.cache_dir.as_deref()),
             kernel_src: self.kernel_src.clone(),
             flavor: if self.debug_kernel {

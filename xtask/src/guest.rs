@@ -25,7 +25,7 @@ pub struct Prepared {
 /// Builds (or finds built) the kernel and modules, and picks the
 /// accelerator and disks.
 pub fn prepare(k: &KernelArgs, g: &GuestArgs) -> Result<Prepared> {
-    let tc = deps::ensure()?;
+    let tc = deps::ensure(k.kernel)?;
     let opts = k.kernel_opts();
     let kernel = kernel::ensure(&tc, &opts)?;
     let modules = modules::build(&tc, &kernel, k.jobs())?;

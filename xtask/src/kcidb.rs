@@ -108,7 +108,7 @@ pub fn provenance_of(kernel: &Kernel) -> Provenance {
         .join(", ");
     // A --kernel-src tree carries the additions itself: nothing applied.
     let patchset_sha256 = if kernel.source.starts_with("debian:") {
-        Additions::load(&util::repo_root())
+        Additions::load(&util::repo_root(), kernel.kernel)
             .ok()
             .map(|a| patchset_hash(&a.patches))
             .unwrap_or_default()
@@ -522,7 +522,9 @@ mod tests {
 
     #[test]
     fn the_patchset_hash_is_kcidbs() {
-        let patches = Additions::load(&util::repo_root()).unwrap().patches;
+        let patches = Additions::load(&util::repo_root(), crate::kver::Kver::V6_12)
+            .unwrap()
+            .patches;
         assert!(!patches.is_empty());
         // KCIDB's own recipe, in a shell over the same files in order.
         let mut cmd = Command::new("sh");

@@ -3,7 +3,8 @@
 //! Layout of the cache (see `util::cache_root`):
 //!
 //! ```text
-//! <cache>/linux-<version>/src            Debian's source, unpacked once, a git repo
+//! <cache>/linux-<version>/src            Debian's source of the --kernel chosen
+//!                                        (6.12 or 7.3), unpacked once, a git repo
 //!                                        whose `pristine` tag is the tarball; our
 //!                                        additions are synced onto it file by file
 //! <cache>/linux-<version>/build-<flavor> make O=... output, one per config flavour
@@ -11,12 +12,13 @@
 //! <cache>/custom-<hash>/build-<flavor>   the same for --kernel-src trees
 //! ```
 //!
-//! The key covers the source version, our additions (modules/linux) and the
-//! config fragments (configs/kernel). Same key and a bzImage present: no
+//! The key covers the source version, our additions (modules/linux, see
+//! [`Additions`]) and the config fragments (configs/kernel). Same key and a bzImage present: no
 //! build at all. A changed key: the additions are synced (only changed files
 //! are touched) and make rebuilds incrementally.
 
 use crate::deps::Toolchain;
+use crate::kver::{Kver, Origin};
 use crate::util::{self, note, run, run_logged, step, write_if_changed, Hasher};
 use anyhow::{bail, Context, Result};
 use std::fs;
@@ -37,11 +39,25 @@ impl Flavor {
             Flavor::Debug => "debug",
         }
     }
-    fn fragments(self) -> &'static [&'static str] {
-        match self {
-            Flavor::Base => &["base.config"],
-            Flavor::Debug => &["base.config", "debug.config"],
+    /// The config fragments in configs/kernel, in merge order: after
+    /// each, the kernel's own under configs/kernel/<kernel>/ where there
+    /// is one (options of that kernel only).
+    fn fragments(self, kernel: Kver, dir: &Path) -> Vec<String> {
+        let names: &[&str] = match self {
+            Flavor::Base => &["base"],
+            Flavor::Debug => &["base", "debug"],
+        };
+        let mut out = Vec::new();
+        for n in names {
+            out.push(format!("{n}.config"));
+            if let Some(sub) = kernel.series_subdir() {
+                let own = format!("{sub}/{n}.config");
+                if dir.join(&own).is_file() {
+                    out.push(own);
+                }
+            }
         }
+        out
     }
 }
 
@@ -54,13 +70,16 @@ pub struct Kernel {
     pub release: String,
     pub key: String,
     pub flavor: Flavor,
-    /// Where the source came from: `debian:linux-source-6.12=<version>`,
+    /// Where the source came from: `debian:linux-source-<kernel>=<version>`,
     /// or `custom:<dir>` for `--kernel-src`.
     pub source: String,
+    /// Which kernel series it is (`--kernel`).
+    pub kernel: Kver,
 }
 
 /// What to build.
 pub struct KernelOpts {
+    pub kernel: Kver,
     pub cache: PathBuf,
     pub kernel_src: Option<PathBuf>,
     pub flavor: Flavor,
@@ -84,7 +103,7 @@ const REQUIRED: &[&str] = &[
 pub fn make(tc: &Toolchain, src: &Path, build: &Path) -> Command {
     let mut c = Command::new("make");
     c.current_dir(src)
-        .arg("LLVM=1")
+        .arg(format!("LLVM={}", tc.llvm))
         .arg(format!("RUSTC={}", tc.rustc.display()))
         .arg(format!("RUST_LIB_SRC={}", tc.rust_lib_src.display()))
         .arg(format!("BINDGEN={}", tc.bindgen.display()))
@@ -94,6 +113,12 @@ pub fn make(tc: &Toolchain, src: &Path, build: &Path) -> Command {
 }
 
 /// The additions we put into the kernel tree: patches, then overlay files.
+///
+/// 6.12's are `modules/linux/patches/*.patch` and `modules/linux/files/`.
+/// Another kernel's patches are its own, `modules/linux/<kernel>/patches/`;
+/// its files are `modules/linux/files/`, each replaced by the file at the
+/// same path under `modules/linux/<kernel>/files/` if there is one, plus
+/// that folder's other files.
 pub struct Additions {
     pub patches: Vec<PathBuf>,
     /// (path inside the kernel tree, file on disk)
@@ -101,25 +126,37 @@ pub struct Additions {
 }
 
 impl Additions {
-    pub fn load(root: &Path) -> Result<Self> {
+    pub fn load(root: &Path, kernel: Kver) -> Result<Self> {
         let linux = root.join("modules").join("linux");
-        let mut patches: Vec<PathBuf> = util::files_below(&linux.join("patches"))?
-            .into_iter()
-            .filter(|p| p.extension().is_some_and(|e| e == "patch"))
-            .collect();
+        let own = kernel.series_subdir().map(|d| linux.join(d));
+        let mut patches: Vec<PathBuf> =
+            util::files_below(&own.as_ref().unwrap_or(&linux).join("patches"))?
+                .into_iter()
+                .filter(|p| p.extension().is_some_and(|e| e == "patch"))
+                .collect();
         patches.sort();
-        let base = linux.join("files");
-        let files = util::files_below(&base)?
-            .into_iter()
-            .map(|f| {
-                let rel = f
-                    .strip_prefix(&base)
-                    .unwrap_or(&f)
-                    .to_string_lossy()
-                    .into_owned();
-                (rel, f)
-            })
-            .collect();
+        let below = |base: &Path| -> Result<Vec<(String, PathBuf)>> {
+            Ok(util::files_below(base)?
+                .into_iter()
+                .map(|f| {
+                    let rel = f
+                        .strip_prefix(base)
+                        .unwrap_or(&f)
+                        .to_string_lossy()
+                        .into_owned();
+                    (rel, f)
+                })
+                .collect())
+        };
+        let mut files = below(&linux.join("files"))?;
+        if let Some(own) = &own {
+            for (rel, f) in below(&own.join("files"))? {
+                match files.iter_mut().find(|(r, _)| *r == rel) {
+                    Some(slot) => slot.1 = f,
+                    None => files.push((rel, f)),
+                }
+            }
+        }
         Ok(Additions { patches, files })
     }
 
@@ -137,10 +174,15 @@ impl Additions {
     }
 }
 
-fn debian_source_version() -> String {
-    run(Command::new("dpkg-query").args(["-W", "-f=${Version}", "linux-source-6.12"]))
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "unknown".into())
+fn debian_source_version(kernel: Kver) -> String {
+    match kernel.origin() {
+        Origin::Installed => {
+            run(Command::new("dpkg-query").args(["-W", "-f=${Version}", &kernel.package()]))
+                .map(|s| s.trim().to_string())
+                .unwrap_or_else(|_| "unknown".into())
+        }
+        Origin::Fetched { version, .. } => version.to_string(),
+    }
 }
 
 fn git(dir: &Path) -> Command {
@@ -180,7 +222,7 @@ fn unpack_debian(tarball: &Path, dir: &Path) -> Result<()> {
 
 /// Makes the source tree `src` equal to pristine + additions, touching only
 /// files whose content changes.
-pub fn sync_additions(src: &Path, add: &Additions) -> Result<()> {
+pub fn sync_additions(src: &Path, add: &Additions, kernel: Kver) -> Result<()> {
     let index = src.join(".git").join("ironlift-index");
     let _ = fs::remove_file(&index);
     let with_index = |c: &mut Command| {
@@ -194,8 +236,9 @@ pub fn sync_additions(src: &Path, add: &Additions) -> Result<()> {
         with_index(&mut c);
         run(c.args(["apply", "--cached", "--whitespace=nowarn"]).arg(p)).with_context(|| {
             format!(
-                "patch {} does not apply to the pristine kernel source; refresh it against 6.12",
-                p.display()
+                "patch {} does not apply to the pristine kernel source; refresh it against {}",
+                p.display(),
+                kernel.name()
             )
         })?;
     }
@@ -281,14 +324,29 @@ impl TreeLock {
     }
 }
 
-/// Debian's source in the cache, unpacked on first use: (base, src, version).
-fn debian_source(cache: &Path) -> Result<(PathBuf, PathBuf, String)> {
-    let tarball = crate::deps::debian_kernel_tarball()?;
-    let version = debian_source_version();
-    let upstream = version.split('-').next().unwrap_or(&version).to_string();
-    let base = cache.join(format!("linux-{upstream}"));
+/// The cache folder of a Debian source version: `linux-<upstream>`,
+/// `7.3.4-1~bpo13+1` giving `linux-7.3.4`.
+fn cache_dir_name(version: &str) -> String {
+    format!("linux-{}", version.split('-').next().unwrap_or(version))
+}
+
+/// Debian's source of `kernel` in the cache, unpacked on first use (a
+/// fetched package is fetched then, and only then): (base, src, version).
+fn debian_source(cache: &Path, kernel: Kver) -> Result<(PathBuf, PathBuf, String)> {
+    let installed = kernel.origin() == Origin::Installed;
+    let tarball = if installed {
+        Some(crate::deps::debian_kernel_tarball(kernel, cache)?)
+    } else {
+        None
+    };
+    let version = debian_source_version(kernel);
+    let base = cache.join(cache_dir_name(&version));
     let src = base.join("src");
     if !src.join(".git").is_dir() {
+        let tarball = match tarball {
+            Some(t) => t,
+            None => crate::deps::debian_kernel_tarball(kernel, cache)?,
+        };
         fs::create_dir_all(&base)?;
         unpack_debian(&tarball, &src)?;
     }
@@ -298,13 +356,13 @@ fn debian_source(cache: &Path) -> Result<(PathBuf, PathBuf, String)> {
 /// The pristine Debian tree (a git repo with the `pristine` tag), for
 /// building the patch series; nothing is built.
 pub fn pristine_source(_tc: &Toolchain, opts: &KernelOpts) -> Result<PathBuf> {
-    debian_source_dir(&opts.cache)
+    debian_source_dir(&opts.cache, opts.kernel)
 }
 
-/// Debian's source in the cache (a git repo with the `pristine` tag),
-/// unpacked on first use.
-pub fn debian_source_dir(cache: &Path) -> Result<PathBuf> {
-    Ok(debian_source(cache)?.1)
+/// Debian's source of `kernel` in the cache (a git repo with the
+/// `pristine` tag), unpacked on first use.
+pub fn debian_source_dir(cache: &Path, kernel: Kver) -> Result<PathBuf> {
+    Ok(debian_source(cache, kernel)?.1)
 }
 
 // Long: one build's steps in order (source, key, lock, sync, config,
@@ -312,7 +370,7 @@ pub fn debian_source_dir(cache: &Path) -> Result<PathBuf> {
 /// Builds (or finds built) the kernel.
 pub fn ensure(tc: &Toolchain, opts: &KernelOpts) -> Result<Kernel> {
     let root = util::repo_root();
-    let add = Additions::load(&root)?;
+    let add = Additions::load(&root, opts.kernel)?;
     let (src, base_dir, source_id) = match &opts.kernel_src {
         Some(dir) => {
             let dir = fs::canonicalize(dir)
@@ -325,6 +383,11 @@ pub fn ensure(tc: &Toolchain, opts: &KernelOpts) -> Result<Kernel> {
             }
             let mut h = Hasher::new();
             h.add("path", dir.to_string_lossy().as_bytes());
+            // A tree built as another kernel than 6.12 gets its own
+            // folder (another toolchain); 6.12's keeps its name.
+            if opts.kernel != Kver::V6_12 {
+                h.add("kernel", opts.kernel.name().as_bytes());
+            }
             let id = format!("custom-{}", &h.hex()[..12]);
             (
                 dir.clone(),
@@ -333,8 +396,12 @@ pub fn ensure(tc: &Toolchain, opts: &KernelOpts) -> Result<Kernel> {
             )
         }
         None => {
-            let (base, src, version) = debian_source(&opts.cache)?;
-            (src, base, format!("debian:linux-source-6.12={version}"))
+            let (base, src, version) = debian_source(&opts.cache, opts.kernel)?;
+            (
+                src,
+                base,
+                format!("debian:{}={version}", opts.kernel.package()),
+            )
         }
     };
     let build = base_dir.join(format!("build-{}", opts.flavor.name()));
@@ -349,10 +416,10 @@ pub fn ensure(tc: &Toolchain, opts: &KernelOpts) -> Result<Kernel> {
     add.hash_into(&mut h)?;
     let cfg_dir = root.join("configs").join("kernel");
     let mut fragments = Vec::new();
-    for f in opts.flavor.fragments() {
-        let p = cfg_dir.join(f);
+    for f in opts.flavor.fragments(opts.kernel, &cfg_dir) {
+        let p = cfg_dir.join(&f);
         h.add(
-            f,
+            &f,
             &fs::read(&p).with_context(|| format!("config fragment {}", p.display()))?,
         );
         fragments.push(p);
@@ -389,13 +456,14 @@ pub fn ensure(tc: &Toolchain, opts: &KernelOpts) -> Result<Kernel> {
             key,
             flavor: opts.flavor,
             source: source_id,
+            kernel: opts.kernel,
         });
     }
 
     if custom {
         check_custom_tree(&src, &add);
     } else {
-        sync_additions(&src, &add)?;
+        sync_additions(&src, &add, opts.kernel)?;
     }
     fs::create_dir_all(&build)?;
     // The tree is about to change under the old key: a build cut short
@@ -430,10 +498,11 @@ pub fn ensure(tc: &Toolchain, opts: &KernelOpts) -> Result<Kernel> {
         &logs.join("config-3-olddefconfig.log"),
         "olddefconfig",
     )?;
-    check_config(&build.join(".config"), &fragments)?;
+    check_config(&build.join(".config"), &fragments, opts.kernel)?;
 
     step(&format!(
-        "Building bzImage and modules with LLVM=1 -j{} (cold: ~7 min on 2 cores; incremental: less)",
+        "Building bzImage and modules with LLVM={} -j{} (cold: ~7 min on 2 cores; incremental: less)",
+        tc.llvm,
         opts.jobs
     ));
     let start = std::time::Instant::now();
@@ -475,6 +544,7 @@ pub fn ensure(tc: &Toolchain, opts: &KernelOpts) -> Result<Kernel> {
         key,
         flavor: opts.flavor,
         source: source_id,
+        kernel: opts.kernel,
     })
 }
 
@@ -489,7 +559,7 @@ fn release(build: &Path) -> Result<String> {
 
 /// Every option a fragment sets must survive olddefconfig; the required
 /// ones must be `=y`.
-fn check_config(config: &Path, fragments: &[PathBuf]) -> Result<()> {
+fn check_config(config: &Path, fragments: &[PathBuf], kernel: Kver) -> Result<()> {
     let text = fs::read_to_string(config)?;
     let set = |name: &str| -> Option<String> {
         text.lines().find_map(|l| {
@@ -503,7 +573,11 @@ fn check_config(config: &Path, fragments: &[PathBuf]) -> Result<()> {
         for line in fs::read_to_string(f)?.lines() {
             let line = line.trim();
             if let Some((name, val)) = line.split_once('=') {
-                if name.starts_with("CONFIG_") && val != "n" && set(name).as_deref() != Some(val) {
+                if name.starts_with("CONFIG_")
+                    && val != "n"
+                    && !kernel.gone_options().contains(&name)
+                    && set(name).as_deref() != Some(val)
+                {
                     lost.push(format!(
                         "{name}={val} (got {})",
                         set(name).unwrap_or("unset".into())

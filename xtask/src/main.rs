@@ -11,6 +11,7 @@ mod calibrate;
 mod chart;
 mod clippy;
 mod compare;
+mod debsrc;
 mod deps;
 mod devices;
 mod fairness;
@@ -22,6 +23,7 @@ mod insns;
 mod kcidb;
 mod kernel;
 mod ktap;
+mod kver;
 mod line_chart;
 mod modules;
 mod monitor;
@@ -47,7 +49,7 @@ use flags::{Cli, Cmd};
 
 fn main() {
     let res = match Cli::parse().cmd {
-        Cmd::Deps => deps::ensure().map(|_| ()),
+        Cmd::Deps { kernel } => deps::ensure(kernel).map(|_| ()),
         Cmd::Kernel { k } => kernel(&k).map(|_| ()),
         Cmd::Modules { k } => modules(&k),
         Cmd::QemuBench(o) => suite::qemu_bench(&o),
@@ -68,7 +70,7 @@ fn main() {
 
 /// `cargo xtask kernel`.
 fn kernel(k: &flags::KernelArgs) -> Result<(deps::Toolchain, kernel::Kernel)> {
-    let tc = deps::ensure()?;
+    let tc = deps::ensure(k.kernel)?;
     let kern = kernel::ensure(&tc, &k.kernel_opts())?;
     Ok((tc, kern))
 }

@@ -1,15 +1,18 @@
 //! `cargo xtask patches`: ironlift's kernel additions as a `git
 //! format-patch` series with a cover letter, checked with checkpatch.
 //!
-//! `modules/linux/series.toml` says which commit carries which patch and
-//! which added file, with its subject and message; every patch and file
-//! under modules/linux must be in exactly one commit. The commits are made
-//! on top of the cache's pristine 6.12 tree (without touching its files),
+//! `modules/linux/series.toml` (6.12's; another kernel's is
+//! `modules/linux/<kernel>/series.toml`) says which commit carries which
+//! patch and which added file, with its subject and message; every patch
+//! and file of that kernel's additions must be in exactly one commit. The
+//! commits are made on top of the cache's pristine tree of the kernel
+//! chosen with `--kernel` (without touching its files),
 //! exported with `git format-patch --cover-letter`, then re-applied one by
 //! one onto pristine as `git am` would, and run through
 //! `scripts/checkpatch.pl --strict`.
 
 use crate::kernel::Additions;
+use crate::kver::Kver;
 use crate::util::{self, note, run, step};
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
@@ -54,16 +57,26 @@ fn git(dir: &Path, index: Option<&Path>) -> Command {
 // Long: the series' steps in order (scratch repo, one commit per patch,
 // format-patch, cover letter), each a few lines.
 /// Builds the series into `out`; returns the patch files.
-pub fn write_series(src: &Path, out: &Path, results: Option<&str>) -> Result<Vec<PathBuf>> {
+pub fn write_series(
+    src: &Path,
+    out: &Path,
+    results: Option<&str>,
+    kernel: Kver,
+) -> Result<Vec<PathBuf>> {
     let root = util::repo_root();
     let linux = root.join("modules/linux");
-    let series_path = linux.join("series.toml");
+    // 6.12's series is modules/linux/series.toml, another kernel's is in
+    // its folder (see `Additions`).
+    let series_path = match kernel.series_subdir() {
+        Some(d) => linux.join(d).join("series.toml"),
+        None => linux.join("series.toml"),
+    };
     let series: Series = toml::from_str(
         &fs::read_to_string(&series_path)
             .with_context(|| format!("reading {}", series_path.display()))?,
     )
     .with_context(|| format!("parsing {}", series_path.display()))?;
-    let add = Additions::load(&root)?;
+    let add = Additions::load(&root, kernel)?;
 
     // Every addition in exactly one commit.
     let mut listed_p: Vec<&str> = Vec::new();
@@ -80,13 +93,20 @@ pub fn write_series(src: &Path, out: &Path, results: Option<&str>) -> Result<Vec
             .into_owned();
         let n = listed_p.iter().filter(|x| **x == name).count();
         if n != 1 {
-            bail!("modules/linux/patches/{name} is in {n} commits of series.toml; it must be in exactly one");
+            bail!(
+                "{} is in {n} commits of {}; it must be in exactly one",
+                p.display(),
+                series_path.display()
+            );
         }
     }
     for (rel, _) in &add.files {
         let n = listed_f.iter().filter(|x| *x == rel).count();
         if n != 1 {
-            bail!("modules/linux/files/{rel} is in {n} commits of series.toml; it must be in exactly one");
+            bail!(
+                "{rel} is in {n} commits of {}; it must be in exactly one",
+                series_path.display()
+            );
         }
     }
 
@@ -108,21 +128,29 @@ pub fn write_series(src: &Path, out: &Path, results: Option<&str>) -> Result<Vec
         .to_string();
     for c in &series.commit {
         for p in &c.patches {
-            let path = linux.join("patches").join(p);
-            if !path.is_file() {
-                bail!("series.toml names {p}, which is not in modules/linux/patches");
-            }
+            let Some(path) = add
+                .patches
+                .iter()
+                .find(|x| x.file_name().is_some_and(|n| n.to_string_lossy() == *p))
+            else {
+                bail!(
+                    "series.toml names {p}, which is not among the {} patches",
+                    kernel.name()
+                );
+            };
             run(git(src, Some(&index))
                 .args(["apply", "--cached", "--whitespace=nowarn"])
-                .arg(&path))
+                .arg(path))
             .with_context(|| format!("{p} does not apply"))?;
         }
         for f in &c.files {
-            let path = linux.join("files").join(f);
-            if !path.is_file() {
-                bail!("series.toml names {f}, which is not in modules/linux/files");
-            }
-            let sha = run(git(src, None).args(["hash-object", "-w"]).arg(&path))?;
+            let Some((_, path)) = add.files.iter().find(|(rel, _)| rel == f) else {
+                bail!(
+                    "series.toml names {f}, which is not among the {} files",
+                    kernel.name()
+                );
+            };
+            let sha = run(git(src, None).args(["hash-object", "-w"]).arg(path))?;
             run(git(src, Some(&index)).args([
                 "update-index",
                 "--add",
@@ -234,9 +262,9 @@ pub fn reflow(text: &str, width: usize) -> String {
     out.join("\n\n")
 }
 
-/// Applies the series with `git am` onto pristine 6.12, in a scratch
-/// worktree of the cache's source repository.
-fn check_applies(src: &Path, files: &[PathBuf]) -> Result<()> {
+/// Applies the series with `git am` onto the pristine kernel, in a
+/// scratch worktree of the cache's source repository.
+fn check_applies(src: &Path, files: &[PathBuf], kernel: Kver) -> Result<()> {
     let scratch = src.with_file_name("am-check");
     let _ = run(git(src, None)
         .args(["worktree", "remove", "--force"])
@@ -261,14 +289,19 @@ fn check_applies(src: &Path, files: &[PathBuf]) -> Result<()> {
     let _ = run(git(src, None)
         .args(["worktree", "remove", "--force"])
         .arg(&scratch));
-    res.context("the series does not apply with `git am` onto pristine 6.12")?;
+    res.with_context(|| {
+        format!(
+            "the series does not apply with `git am` onto pristine {}",
+            kernel.name()
+        )
+    })?;
     Ok(())
 }
 
 /// `cargo xtask patches`: the series, then the kernel's clippy, which
 /// needs the kernel built with the additions.
 pub fn cmd(p: &crate::flags::Patches) -> Result<()> {
-    let tc = crate::deps::ensure()?;
+    let tc = crate::deps::ensure(p.k.kernel)?;
     let mut opts = p.k.kernel_opts();
     opts.kernel_src = None;
     let src = crate::kernel::pristine_source(&tc, &opts)?;
@@ -276,13 +309,13 @@ pub fn cmd(p: &crate::flags::Patches) -> Result<()> {
         .out
         .clone()
         .unwrap_or_else(|| util::repo_root().join("target/patches"));
-    series_cmd(&src, &out, p.results.as_deref())?;
+    series_cmd(&src, &out, p.results.as_deref(), p.k.kernel)?;
     let built = crate::kernel::ensure(&tc, &p.k.kernel_opts())?;
     crate::clippy::run(&tc, &built, p.k.jobs())
 }
 
 /// The series: written, checked to apply, run through checkpatch.
-fn series_cmd(src: &Path, out: &Path, results: Option<&Path>) -> Result<()> {
+fn series_cmd(src: &Path, out: &Path, results: Option<&Path>, kernel: Kver) -> Result<()> {
     step("Writing the kernel additions as a patch series");
     let table = match results {
         Some(dir) => {
@@ -308,12 +341,13 @@ fn series_cmd(src: &Path, out: &Path, results: Option<&Path>) -> Result<()> {
         }
         None => None,
     };
-    let files = write_series(src, out, table.as_deref())?;
-    check_applies(src, &files)?;
+    let files = write_series(src, out, table.as_deref(), kernel)?;
+    check_applies(src, &files, kernel)?;
     note(&format!(
-        "{} patches + cover letter in {}; `git am` applies them onto pristine 6.12",
+        "{} patches + cover letter in {}; `git am` applies them onto pristine {}",
         files.len() - 1,
-        out.display()
+        out.display(),
+        kernel.name()
     ));
     step("checkpatch.pl --strict");
     let mut errors = 0;

@@ -157,7 +157,7 @@ pub fn run(t: &flags::Test) -> Result<()> {
         // Some host tests use the build dependencies (the instruction
         // counter's plugin is built with clang): a fresh machine gets
         // them first.
-        crate::deps::ensure()?;
+        crate::deps::ensure(t.k.kernel)?;
         step("Host tests: cargo test --workspace");
         let (counts, skips) = host_tests(&root)?;
         if counts.failed > 0 || counts.passed == 0 {

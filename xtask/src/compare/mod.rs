@@ -31,7 +31,7 @@ pub fn run(o: &Compare) -> Result<()> {
     let root = util::repo_root();
     let suite = preflight(o, &root)?;
     let cache = util::cache_root(o.cache_dir.as_deref());
-    let sides = sides::resolve(&o.sides, &root, &cache)?;
+    let sides = sides::resolve(&o.sides, &root, &cache, o.kernel)?;
     let out = o.out.clone().unwrap_or_else(|| {
         root.join("results").join(format!(
             "{}-compare{}",

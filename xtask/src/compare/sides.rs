@@ -16,6 +16,7 @@
 
 use crate::flags::{Compare, Sides};
 use crate::kernel::{self, Additions};
+use crate::kver::Kver;
 use crate::util::{self, note, run, Hasher};
 use anyhow::{bail, Context, Result};
 use std::fs;
@@ -36,7 +37,7 @@ pub struct Side {
 }
 
 /// The sides the flags name: (base, candidate).
-pub fn resolve(s: &Sides, root: &Path, cache: &Path) -> Result<[Side; 2]> {
+pub fn resolve(s: &Sides, root: &Path, cache: &Path, kernel: Kver) -> Result<[Side; 2]> {
     let trees = cache.join("compare").join("trees");
     let sides = if !s.patch.is_empty() {
         let head = commit(root, "HEAD")?;
@@ -67,7 +68,7 @@ pub fn resolve(s: &Sides, root: &Path, cache: &Path) -> Result<[Side; 2]> {
             &head,
             &format!("{}-{}", &head[..12], &h.hex()[..12]),
         )?;
-        let applied = apply_patches(&cand, &s.patch)?;
+        let applied = apply_patches(&cand, &s.patch, kernel)?;
         [
             Side::tree(
                 "base",
@@ -106,7 +107,7 @@ pub fn resolve(s: &Sides, root: &Path, cache: &Path) -> Result<[Side; 2]> {
         };
         [side("base", a)?, side("candidate", b)?]
     };
-    own_kernels(sides, root, cache)
+    own_kernels(sides, root, cache, kernel)
 }
 
 /// Exactly two values of `flag`.
@@ -159,9 +160,10 @@ fn worktree(root: &Path, trees: &Path, commit: &str, name: &str) -> Result<PathB
 }
 
 /// Applies each patch to `tree`: to its files if it applies there, else
-/// into its kernel series (modules/linux/patches, after the others).
+/// into `kernel`'s series (modules/linux/patches for 6.12,
+/// modules/linux/<kernel>/patches for another, after the others).
 /// Returns what became of each, for the report.
-fn apply_patches(tree: &Path, patches: &[PathBuf]) -> Result<Vec<String>> {
+fn apply_patches(tree: &Path, patches: &[PathBuf], kernel: Kver) -> Result<Vec<String>> {
     let mut done = Vec::new();
     for (i, p) in patches.iter().enumerate() {
         let p = fs::canonicalize(p).with_context(|| format!("--patch {}", p.display()))?;
@@ -183,8 +185,12 @@ fn apply_patches(tree: &Path, patches: &[PathBuf]) -> Result<Vec<String>> {
             done.push(format!("{name} (to the repository)"));
         } else {
             let stem = name.trim_end_matches(".patch").trim_end_matches(".diff");
-            let dest = tree
-                .join("modules/linux/patches")
+            let series = match kernel.series_subdir() {
+                Some(d) => tree.join("modules/linux").join(d),
+                None => tree.join("modules/linux"),
+            };
+            let dest = series
+                .join("patches")
                 .join(format!("9{i:03}-compare-{stem}.patch"));
             fs::copy(&p, &dest).with_context(|| format!("copying {}", p.display()))?;
             done.push(format!("{name} (to the kernel series)"));
@@ -207,16 +213,22 @@ fn kernel_key(root: &Path) -> Result<String> {
 
 /// Gives each side whose kernel differs from this tree's a source tree of
 /// its own, so the two never rebuild the shared one in turn.
-fn own_kernels(mut sides: [Side; 2], root: &Path, cache: &Path) -> Result<[Side; 2]> {
+fn own_kernels(mut sides: [Side; 2], root: &Path, cache: &Path, kernel: Kver) -> Result<[Side; 2]> {
     let ours = kernel_key(root)?;
     for s in sides.iter_mut().filter(|s| s.kernel_src.is_none()) {
         let key = kernel_key(&s.root)?;
         if key == ours {
             continue;
         }
-        let dir = cache.join("compare").join(format!("linux-{}", &key[..12]));
+        // 6.12's trees keep their names; another kernel's name it.
+        let dir = match kernel {
+            Kver::V6_12 => cache.join("compare").join(format!("linux-{}", &key[..12])),
+            k => cache
+                .join("compare")
+                .join(format!("linux-{}-{}", k.name(), &key[..12])),
+        };
         if !dir.join(".git").is_dir() {
-            let pristine = kernel::debian_source_dir(cache)?;
+            let pristine = kernel::debian_source_dir(cache, kernel)?;
             note(&format!(
                 "the {}'s kernel differs from this tree's: a source tree of its own in {} (once)",
                 s.label,
@@ -240,7 +252,7 @@ fn own_kernels(mut sides: [Side; 2], root: &Path, cache: &Path) -> Result<[Side;
                 .args(["config", "gc.auto", "0"]))?;
             fs::rename(&tmp, &dir)?;
         }
-        kernel::sync_additions(&dir, &Additions::load(&s.root)?)?;
+        kernel::sync_additions(&dir, &Additions::load(&s.root, kernel)?, kernel)?;
         s.kernel_src = Some(dir);
     }
     Ok(sides)
@@ -280,6 +292,10 @@ impl Side {
         }
         if let Some(j) = o.jobs {
             c.args(["--jobs", &j.to_string()]);
+        }
+        // Only when not 6.12: a ref from before `--kernel` builds 6.12.
+        if o.kernel != Kver::V6_12 {
+            c.args(["--kernel", o.kernel.name()]);
         }
         Ok(c)
     }
@@ -353,7 +369,7 @@ mod tests {
         let trees = tmp.join("trees");
         let base = worktree(&repo, &trees, &head, "base").unwrap();
         let cand = worktree(&repo, &trees, &head, "cand").unwrap();
-        let done = apply_patches(&cand, &[ours.clone(), theirs.clone()]).unwrap();
+        let done = apply_patches(&cand, &[ours.clone(), theirs.clone()], Kver::V6_12).unwrap();
         assert_eq!(
             done,
             [
@@ -367,6 +383,16 @@ mod tests {
         );
         let series = cand.join("modules/linux/patches/9001-compare-mq.patch");
         assert!(series.is_file());
+        // On 7.3 a kernel patch joins 7.3's series.
+        let other = worktree(&repo, &trees, &head, "cand73").unwrap();
+        fs::create_dir_all(other.join("modules/linux/7.3/patches")).unwrap();
+        apply_patches(&other, std::slice::from_ref(&theirs), Kver::V7_3).unwrap();
+        assert!(other
+            .join("modules/linux/7.3/patches/9000-compare-mq.patch")
+            .is_file());
+        assert!(!other
+            .join("modules/linux/patches/9000-compare-mq.patch")
+            .exists());
         // The kernel differs only where the series does.
         assert_eq!(kernel_key(&base).unwrap(), kernel_key(&repo).unwrap());
         assert_ne!(kernel_key(&cand).unwrap(), kernel_key(&repo).unwrap());
@@ -379,7 +405,7 @@ mod tests {
             "fn a() {}\n"
         );
         // A missing patch and a bad ref are named.
-        let e = apply_patches(&cand, &[tmp.join("nope.patch")]).unwrap_err();
+        let e = apply_patches(&cand, &[tmp.join("nope.patch")], Kver::V6_12).unwrap_err();
         assert!(format!("{e:#}").contains("nope.patch"), "{e:#}");
         let e = commit(&repo, "no-such-ref").unwrap_err();
         assert!(format!("{e:#}").contains("no-such-ref"), "{e:#}");
@@ -387,10 +413,12 @@ mod tests {
             &repo,
             &["worktree", "remove", "--force", &base.to_string_lossy()],
         );
-        git(
-            &repo,
-            &["worktree", "remove", "--force", &cand.to_string_lossy()],
-        );
+        for t in [&cand, &other] {
+            git(
+                &repo,
+                &["worktree", "remove", "--force", &t.to_string_lossy()],
+            );
+        }
         let _ = fs::remove_dir_all(&tmp);
     }
 }

@@ -51,7 +51,7 @@ impl Ctx<'_> {
     #[inline]
     pub(super) fn charge(&self, x: u32, qi: u32) -> u64 {
         let r = self.rq(x);
-        let s = r.sectors as u64;
+        let s = u64::from(r.sectors);
         if r.sync || self.q(qi).wr_coeff > 1 {
             s
         } else {
@@ -296,7 +296,7 @@ impl Ctx<'_> {
         let coeff = if self.is_srt(qi) {
             1
         } else {
-            (q.weight / q.orig_weight.max(1)).max(1) as u64
+            u64::from((q.weight / q.orig_weight.max(1)).max(1))
         };
         let to = now.saturating_add(self.s.timeout.saturating_mul(coeff));
         let qm = self.qm(qi);

@@ -50,7 +50,7 @@ fn parse_decimal(text: &str) -> Result<u64, TunableError> {
     for b in digits.bytes() {
         value = value
             .checked_mul(10)
-            .and_then(|v| v.checked_add((b - b'0') as u64))
+            .and_then(|v| v.checked_add(u64::from(b - b'0')))
             .ok_or(TunableError::OutOfRange)?;
     }
     Ok(value)
@@ -164,7 +164,7 @@ where
     /// weight-raising duration, as BFQ does at init; call it before any
     /// I/O. Default: rotational.
     pub fn set_nonrotational(&mut self, nonrot: bool) {
-        let i = nonrot as usize;
+        let i = usize::from(nonrot);
         self.st.nonrot = nonrot;
         self.st.rate_dur_prod = REF_RATE[i] * REF_WR_DURATION_MS[i];
         self.st.peak_rate = REF_RATE[i] * 2 / 3;
@@ -559,8 +559,8 @@ where
             "slice_idle_us" => s.slice_idle / NSEC_PER_USEC,
             "max_budget" => s.user_max_budget,
             "timeout_sync" => s.timeout / NSEC_PER_MSEC,
-            "strict_guarantees" => s.strict_guarantees as u64,
-            "low_latency" => s.low_latency as u64,
+            "strict_guarantees" => u64::from(s.strict_guarantees),
+            "low_latency" => u64::from(s.low_latency),
             _ => return Err(TunableError::UnknownName),
         };
         Ok(v as i64)

@@ -140,7 +140,7 @@ impl Ctx<'_> {
         if samples < HW_QUEUE_SAMPLES {
             return;
         }
-        s.hw_tag = (s.max_rq_in_driver > HW_QUEUE_THRESHOLD) as i8;
+        s.hw_tag = i8::from(s.max_rq_in_driver > HW_QUEUE_THRESHOLD);
         s.max_rq_in_driver = 0;
         s.hw_tag_samples = 0;
     }
@@ -165,7 +165,7 @@ impl Ctx<'_> {
             .saturating_mul(7)
             .saturating_add(elapsed.saturating_mul(256))
             / 8;
-        q.ttime_mean = q.ttime_total.saturating_add(128) / q.ttime_samples.max(1) as u64;
+        q.ttime_mean = q.ttime_total.saturating_add(128) / u64::from(q.ttime_samples.max(1));
     }
 
     /// `bfq_update_has_short_ttime`, at a sync request's arrival (no
@@ -222,9 +222,9 @@ impl Ctx<'_> {
         let dist = desc.sector.abs_diff(self.q(qi).last_request_pos);
         let seeky = dist > SEEK_THR && (!self.s.nonrot || desc.sectors < SECT_THR_NONROT);
         let qm = self.qm(qi);
-        qm.seek_history = (qm.seek_history << 1) | seeky as u32;
+        qm.seek_history = (qm.seek_history << 1) | u32::from(seeky);
         qm.seeky = seeky_history(qm.seek_history);
-        qm.last_request_pos = desc.sector.saturating_add(desc.sectors as u64);
+        qm.last_request_pos = desc.sector.saturating_add(u64::from(desc.sectors));
     }
 
     #[inline]
@@ -243,7 +243,7 @@ impl Ctx<'_> {
     fn asymmetric_scenario(&self, qi: u32) -> bool {
         let mask = self.s.weight_mask;
         let slot = self.q(qi).wc_slot;
-        let smallest_weight = slot != NO_SLOT && mask.trailing_zeros() == slot as u32;
+        let smallest_weight = slot != NO_SLOT && mask.trailing_zeros() == u32::from(slot);
         // More than one bit set, without counting them.
         let varied_queue_weights = !smallest_weight && mask & mask.wrapping_sub(1) != 0;
         let classes = self.s.busy_classes;

@@ -39,8 +39,8 @@ impl Ctx<'_> {
             self.s.first_dispatch = now;
             self.s.peak_rate_samples = 1;
             self.s.sequential_samples = 0;
-            self.s.tot_sectors_dispatched = sectors as u64;
-            self.s.last_rq_max_size = sectors as u64;
+            self.s.tot_sectors_dispatched = u64::from(sectors);
+            self.s.last_rq_max_size = u64::from(sectors);
         } else {
             self.s.peak_rate_samples = 0;
         }
@@ -55,8 +55,8 @@ impl Ctx<'_> {
                 .max(s.last_completion.saturating_sub(s.first_dispatch));
             let us = (s.delta_from_first / NSEC_PER_USEC).max(1);
             let mut rate = (s.tot_sectors_dispatched.min(1 << 40) << RATE_SHIFT) / us;
-            let samples = s.peak_rate_samples.max(1) as u64;
-            let seq = s.sequential_samples as u64;
+            let samples = u64::from(s.peak_rate_samples.max(1));
+            let seq = u64::from(s.sequential_samples);
             let accept =
                 !((seq < (3 * samples) >> 2 && rate <= s.peak_rate) || rate > 20 << RATE_SHIFT);
             if accept {
@@ -94,11 +94,12 @@ impl Ctx<'_> {
                 if (s.in_driver > 0 || now.saturating_sub(s.last_completion) < MIN_TT) && !seeky {
                     s.sequential_samples = s.sequential_samples.saturating_add(1);
                 }
-                s.tot_sectors_dispatched = s.tot_sectors_dispatched.saturating_add(sectors as u64);
+                s.tot_sectors_dispatched =
+                    s.tot_sectors_dispatched.saturating_add(u64::from(sectors));
                 if s.peak_rate_samples & 31 != 0 {
-                    s.last_rq_max_size = s.last_rq_max_size.max(sectors as u64);
+                    s.last_rq_max_size = s.last_rq_max_size.max(u64::from(sectors));
                 } else {
-                    s.last_rq_max_size = sectors as u64;
+                    s.last_rq_max_size = u64::from(sectors);
                 }
                 s.delta_from_first = now.saturating_sub(s.first_dispatch);
                 if s.delta_from_first >= RATE_REF_INTERVAL {
@@ -109,7 +110,7 @@ impl Ctx<'_> {
                 self.update_rate_reset(rq, now);
             }
         }
-        self.s.last_position = sector.saturating_add(sectors as u64);
+        self.s.last_position = sector.saturating_add(u64::from(sectors));
         self.s.last_dispatch = now;
     }
 

@@ -106,7 +106,7 @@ impl State {
 
 impl ReqSlot {
     fn end_sat(&self) -> Sector {
-        self.sector.saturating_add(self.sectors as u64)
+        self.sector.saturating_add(u64::from(self.sectors))
     }
 }
 
@@ -425,7 +425,7 @@ impl Ctx<'_> {
         // `into` now covers both.
         let start = ra.sector.min(rb.sector);
         let end = ra.end_sat().max(rb.end_sat());
-        let len = end.saturating_sub(start).min(u32::MAX as u64) as u32;
+        let len = end.saturating_sub(start).min(u64::from(u32::MAX)) as u32;
         match ra.state {
             RqState::Queued => {
                 let qa = ra.queue;

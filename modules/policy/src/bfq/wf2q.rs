@@ -51,7 +51,7 @@ pub(super) fn heap_key(q: &Queue, h: usize) -> u64 {
 /// Virtual time needed to serve `service` sectors at `weight`.
 #[inline]
 fn vt_delta(service: u64, weight: u32) -> u64 {
-    (service.min(MAX_CHARGE) << WFQ_SERVICE_SHIFT) / (weight.max(1) as u64)
+    (service.min(MAX_CHARGE) << WFQ_SERVICE_SHIFT) / u64::from(weight.max(1))
 }
 
 impl Ctx<'_> {
@@ -240,7 +240,7 @@ impl Ctx<'_> {
         }
         q.service_from_backlogged = q.service_from_backlogged.saturating_add(served);
         q.service = q.service.saturating_add(served);
-        let wsum = self.s.wsum[c].clamp(1, u32::MAX as u64) as u32;
+        let wsum = self.s.wsum[c].clamp(1, u64::from(u32::MAX)) as u32;
         self.s.vtime[c] = self.s.vtime[c].wrapping_add(vt_delta(served, wsum));
         self.forget_idle(c);
     }
@@ -248,8 +248,8 @@ impl Ctx<'_> {
     pub(super) fn set_weight(&mut self, qi: u32, w: u32) {
         let q = self.q(qi);
         if q.busy {
-            let (c, old) = (q.class.index(), q.weight as u64);
-            self.s.wsum[c] = self.s.wsum[c].saturating_sub(old) + w as u64;
+            let (c, old) = (q.class.index(), u64::from(q.weight));
+            self.s.wsum[c] = self.s.wsum[c].saturating_sub(old) + u64::from(w);
         }
         self.qm(qi).set_weight_value(w);
         self.sync_weight_count(qi);
@@ -315,13 +315,13 @@ impl Ctx<'_> {
         q.start = start;
         q.finish = start.wrapping_add(vt_delta(q.budget, q.weight));
         if backshifted && vt_gt(v, q.finish) {
-            let delta = v.wrapping_sub(q.finish) / q.wr_coeff.max(1) as u64;
+            let delta = v.wrapping_sub(q.finish) / u64::from(q.wr_coeff.max(1));
             q.start = q.start.wrapping_add(delta);
             q.finish = q.finish.wrapping_add(delta);
         }
         q.finish_valid = true;
         q.busy = true;
-        let w = q.weight as u64;
+        let w = u64::from(q.weight);
         if q.wr_coeff > 1 {
             self.s.wr_busy_queues += 1;
         }
@@ -343,7 +343,7 @@ impl Ctx<'_> {
         self.heap_remove(qi);
         let in_service = self.s.in_service == qi;
         let q = &mut self.qs[qi as usize].q;
-        let (c, w) = (q.class.index(), q.weight as u64);
+        let (c, w) = (q.class.index(), u64::from(q.weight));
         if q.wr_coeff > 1 {
             self.s.wr_busy_queues = self.s.wr_busy_queues.saturating_sub(1);
         }

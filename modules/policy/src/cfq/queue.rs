@@ -25,7 +25,7 @@ impl State {
 impl ReqSlot {
     #[inline]
     pub(super) fn end(&self) -> Sector {
-        self.sector.saturating_add(self.sectors as Sector)
+        self.sector.saturating_add(Sector::from(self.sectors))
     }
 }
 
@@ -282,7 +282,7 @@ impl Ctx<'_> {
         }
         let start = ra.sector.min(rb.sector);
         let end = ra.end().max(rb.end());
-        let len = end.saturating_sub(start).min(u32::MAX as u64) as u32;
+        let len = end.saturating_sub(start).min(u64::from(u32::MAX)) as u32;
         match ra.state {
             RqState::Queued => {
                 let qa = ra.queue;

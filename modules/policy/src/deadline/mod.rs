@@ -286,15 +286,15 @@ where
             queued: 0,
             rng: 0x9E37_79B9_7F4A_7C15,
             fifo_expire: [
-                Self::DEFAULT_READ_EXPIRE_MS as Nanos * NSEC_PER_MSEC,
-                Self::DEFAULT_WRITE_EXPIRE_MS as Nanos * NSEC_PER_MSEC,
+                Nanos::from(Self::DEFAULT_READ_EXPIRE_MS) * NSEC_PER_MSEC,
+                Nanos::from(Self::DEFAULT_WRITE_EXPIRE_MS) * NSEC_PER_MSEC,
             ],
             fifo_batch: Self::DEFAULT_FIFO_BATCH,
             writes_starved: Self::DEFAULT_WRITES_STARVED,
             front_merges: true,
             async_depth: nr_requests,
             nr_requests,
-            prio_aging_expire: Self::DEFAULT_PRIO_AGING_EXPIRE_MS as Nanos * NSEC_PER_MSEC,
+            prio_aging_expire: Nanos::from(Self::DEFAULT_PRIO_AGING_EXPIRE_MS) * NSEC_PER_MSEC,
         })
     }
 

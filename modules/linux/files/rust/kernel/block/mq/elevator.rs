@@ -177,6 +177,7 @@
 //! ```
 
 mod alloc;
+mod api;
 mod data;
 mod icq;
 mod lock;
@@ -192,7 +193,8 @@ pub use data::Rerun;
 pub use icq::IoCq;
 pub use lock::{IrqSafe, LockContext, LockOnDemand, ProcessContext};
 pub use merge::{Bio, BioMerge, Insertion, MergeKind};
-pub use queue::{DepthUpdate, HwQueue, Queue};
+pub use api::DepthUpdate;
+pub use queue::{HwQueue, Queue};
 pub use registration::Registration;
 pub use request::{OpFlags, ReqOp, RequestRef, SchedRequest};
 pub use time::{blk_time_get_ns, jiffies_ns, ktime_get_ns};
@@ -215,8 +217,9 @@ pub const MAX_TUNABLES: usize = 32;
 /// [module documentation](self) for locking and request ownership.
 #[macros::vtable]
 pub trait Elevator: Sized + Send + Sync + 'static {
-    /// Per-queue state behind the elevator lock.
-    type Locked: Send;
+    /// Per-queue state behind the elevator lock; hooks get it as `&mut`,
+    /// so it is not pinned.
+    type Locked: Send + Unpin;
 
     /// Where the elevator lock may be taken: [`IrqSafe`] if the completion
     /// path needs it, else [`ProcessContext`].
@@ -270,7 +273,7 @@ pub trait Elevator: Sized + Send + Sync + 'static {
     /// anyway. Not implemented or `None`: the block layer's own rerun after
     /// an empty dispatch (3 ms, `BLK_MQ_BUDGET_DELAY`) is all there is.
     fn rerun_at(&self, _locked: &Self::Locked) -> Option<u64> {
-        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+        crate::build_error!(crate::error::VTABLE_DEFAULT_ERROR)
     }
 
     /// Whether requests wait in the scheduler. Called without the lock, from
@@ -280,13 +283,13 @@ pub trait Elevator: Sized + Send + Sync + 'static {
     /// every dispatch, and a CPU that went on to wait for the lock while
     /// another took the last request would only get nothing.
     fn has_work(&self, _hctx: &HwQueue) -> bool {
-        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+        crate::build_error!(crate::error::VTABLE_DEFAULT_ERROR)
     }
 
     /// A request is being allocated (`prepare_request`), before it is
     /// inserted. Called without the lock.
     fn prepare_request(&self, _rq: &RequestRef) {
-        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+        crate::build_error!(crate::error::VTABLE_DEFAULT_ERROR)
     }
 
     /// A request that was allocated with this scheduler attached is being
@@ -294,7 +297,7 @@ pub trait Elevator: Sized + Send + Sync + 'static {
     /// the scheduler. Called without the lock, possibly in hard-IRQ
     /// context; `lock` takes the elevator lock if the scheduler needs it.
     fn finish_request(&self, _rq: &RequestRef, _lock: LockOnDemand<'_, Self>) {
-        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+        crate::build_error!(crate::error::VTABLE_DEFAULT_ERROR)
     }
 
     /// A dispatched request completed on the device at `now_ns`
@@ -303,20 +306,20 @@ pub trait Elevator: Sized + Send + Sync + 'static {
     /// for the request. Called without the lock, in the completion path
     /// (possibly hard-IRQ context).
     fn completed_request(&self, _rq: &RequestRef, _now_ns: u64) {
-        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+        crate::build_error!(crate::error::VTABLE_DEFAULT_ERROR)
     }
 
     /// The driver handed a dispatched request back (`requeue_request`); it
     /// will be inserted again. May be called in interrupt context.
     fn requeue_request(&self, _locked: &mut Self::Locked, _rq: &RequestRef) {
-        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+        crate::build_error!(crate::error::VTABLE_DEFAULT_ERROR)
     }
 
     /// A bio is about to become a request: try to merge it into a queued
     /// request instead, usually by calling [`BioMerge::try_merge`]. Returns
     /// whether the bio was merged.
     fn bio_merge(&self, _locked: &mut Self::Locked, _merge: BioMerge<'_, Self>) -> bool {
-        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+        crate::build_error!(crate::error::VTABLE_DEFAULT_ERROR)
     }
 
     /// Called by [`BioMerge::try_merge`] when no back merge was found: a
@@ -328,13 +331,13 @@ pub trait Elevator: Sized + Send + Sync + 'static {
         _locked: &'a mut Self::Locked,
         _bio: &Bio,
     ) -> Option<&'a RequestRef> {
-        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+        crate::build_error!(crate::error::VTABLE_DEFAULT_ERROR)
     }
 
     /// A bio was merged into the held request `rq`, which may have moved
     /// (front merge) or grown.
     fn request_merged(&self, _locked: &mut Self::Locked, _rq: &RequestRef, _kind: MergeKind) {
-        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+        crate::build_error!(crate::error::VTABLE_DEFAULT_ERROR)
     }
 
     /// The request `next` was merged into the held request `into` and will
@@ -348,7 +351,7 @@ pub trait Elevator: Sized + Send + Sync + 'static {
         _into: &RequestRef,
         _next: &RequestRef,
     ) -> Option<SchedRequest> {
-        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+        crate::build_error!(crate::error::VTABLE_DEFAULT_ERROR)
     }
 
     /// A request with operation and flags `opf` is being allocated: the
@@ -359,15 +362,15 @@ pub trait Elevator: Sized + Send + Sync + 'static {
     /// only down to the minimum set with
     /// [`DepthUpdate::set_min_shallow_depth`].
     fn limit_depth(&self, _opf: OpFlags, _alloc: &mut Allocation<'_, Self>) -> Option<u32> {
-        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+        crate::build_error!(crate::error::VTABLE_DEFAULT_ERROR)
     }
 
-    /// The scheduler-tag depth of a hardware queue was set: once per
-    /// hardware queue when the scheduler is attached (`init_hctx`), and
-    /// whenever `nr_requests` changes (`depth_updated`). The queue is frozen
-    /// and holds no request.
+    /// The scheduler-tag depth was set: when the scheduler is attached, and
+    /// whenever `nr_requests` changes; [`DepthUpdate`] says for what (a
+    /// hardware queue or the request queue, as the block core reports it).
+    /// The queue is frozen and holds no request.
     fn depth_updated(&self, _locked: &mut Self::Locked, _update: &DepthUpdate<'_>) {
-        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+        crate::build_error!(crate::error::VTABLE_DEFAULT_ERROR)
     }
 
     /// An I/O context leaves the queue (`exit_icq`): its process exited, or
@@ -380,18 +383,18 @@ pub trait Elevator: Sized + Send + Sync + 'static {
     /// may take `queue_lock`). A scheduler that must run them, as BFQ does
     /// when the process it idled for exits, asks `rerun` to.
     fn exit_icq(&self, _locked: &mut Self::Locked, _icq: &IoCq, _rerun: Rerun<'_>) {
-        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+        crate::build_error!(crate::error::VTABLE_DEFAULT_ERROR)
     }
 
     /// Reads tunable `index` of [`Elevator::TUNABLES`].
     fn tunable_show(&self, _locked: &Self::Locked, _index: usize) -> Result<i64> {
-        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+        crate::build_error!(crate::error::VTABLE_DEFAULT_ERROR)
     }
 
     /// Writes tunable `index` of [`Elevator::TUNABLES`] from the text
     /// written to its file (with its trailing newline, if any). On error the
     /// value must stay unchanged; the write fails with the error.
     fn tunable_store(&self, _locked: &mut Self::Locked, _index: usize, _text: &str) -> Result {
-        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+        crate::build_error!(crate::error::VTABLE_DEFAULT_ERROR)
     }
 }

@@ -4,16 +4,12 @@
 //!
 //! C header: [`include/linux/spinlock.h`](srctree/include/linux/spinlock.h)
 
-use super::{data::arm_rerun, Elevator};
+use super::{api::ClassKey, data::arm_rerun, Elevator};
 use crate::{
     bindings, c_str,
     str::CStr,
-    sync::{
-        lock::{
-            spinlock::SpinLockBackend, spinlock_irqsave::IrqSaveSpinLockBackend, Backend, Guard,
-            Lock,
-        },
-        LockClassKey,
+    sync::lock::{
+        spinlock::SpinLockBackend, spinlock_irqsave::IrqSaveSpinLockBackend, Backend, Guard, Lock,
     },
     types::Opaque,
 };
@@ -36,7 +32,7 @@ pub trait LockContext: sealed::Sealed {
     /// both with and without interrupts disabled), and a name literal
     /// there would be copied into each module (lockdep warns about one
     /// key with several names).
-    fn lock_class() -> (&'static CStr, &'static LockClassKey);
+    fn lock_class() -> (&'static CStr, ClassKey);
 }
 
 /// The elevator lock is taken with `spin_lock_irqsave()`, so that the
@@ -61,7 +57,7 @@ impl LockContext for IrqSafe {
     type Backend = IrqSaveSpinLockBackend;
     const IRQ: bool = true;
 
-    fn lock_class() -> (&'static CStr, &'static LockClassKey) {
+    fn lock_class() -> (&'static CStr, ClassKey) {
         static NAME: &CStr = c_str!("elevator_data::lock(irqsafe)");
         (NAME, crate::static_lock_class!())
     }
@@ -71,7 +67,7 @@ impl LockContext for ProcessContext {
     type Backend = SpinLockBackend;
     const IRQ: bool = false;
 
-    fn lock_class() -> (&'static CStr, &'static LockClassKey) {
+    fn lock_class() -> (&'static CStr, ClassKey) {
         static NAME: &CStr = c_str!("elevator_data::lock");
         (NAME, crate::static_lock_class!())
     }

@@ -6,11 +6,12 @@
 //! C header: [`block/blk-mq-sched.h`](srctree/block/blk-mq-sched.h)
 
 use super::{
+    api,
     data::ElevatorData,
     request::{RQ_HELD, RQ_NOT_HELD},
     Elevator, OpFlags, RequestRef, SchedRequest,
 };
-use crate::{bindings, container_of, ffi::c_uint, types::Opaque};
+use crate::{bindings, ffi::c_uint, types::Opaque};
 use core::{
     ptr::{self, NonNull},
     sync::atomic::Ordering,
@@ -234,11 +235,7 @@ impl FreeList {
             let mut pos = (*head).next;
             while pos != head {
                 let next = (*pos).next;
-                let rq = RequestRef::from_raw(container_of!(
-                    pos,
-                    bindings::request,
-                    __bindgen_anon_1.queuelist
-                ) as *mut bindings::request);
+                let rq = RequestRef::from_raw(api::request_of_queuelist(pos));
                 if rq.held_state() != RQ_NOT_HELD {
                     list_del_init(pos);
                 }
@@ -266,11 +263,7 @@ impl FreeList {
             while !list_is_empty(head) {
                 let pos = (*head).next;
                 list_del_init(pos);
-                bindings::blk_mq_free_request(container_of!(
-                    pos,
-                    bindings::request,
-                    __bindgen_anon_1.queuelist
-                ) as *mut bindings::request);
+                bindings::blk_mq_free_request(api::request_of_queuelist(pos));
             }
         }
     }
@@ -298,8 +291,7 @@ impl<T: Elevator> Iterator for Insertion<'_, T> {
             }
             let pos = (*self.list).next;
             list_del_init(pos);
-            let rq = container_of!(pos, bindings::request, __bindgen_anon_1.queuelist)
-                as *mut bindings::request;
+            let rq = api::request_of_queuelist(pos);
             RequestRef::from_raw(rq).set_held_state(RQ_HELD);
             // Writers hold the lock: no read-modify-write needed.
             let held = self.data.held.load(Ordering::Relaxed);

@@ -22,11 +22,14 @@ impl Queue {
         unsafe { &*ptr.cast() }
     }
 
-    fn as_ptr(&self) -> *mut bindings::request_queue {
+    pub(super) fn as_ptr(&self) -> *mut bindings::request_queue {
         self.0.get()
     }
 
     /// The queue's `nr_requests` (scheduler tags per hardware queue).
+    // `nr_requests` is an `unsigned long` in some kernels, an `unsigned int`
+    // in others.
+    #[allow(clippy::useless_conversion)]
     pub fn nr_requests(&self) -> u32 {
         // SAFETY: The queue is live; `nr_requests` is only changed with the
         // queue frozen, when no elevator hook runs but `depth_updated`.
@@ -106,7 +109,7 @@ impl HwQueue {
         unsafe { &*ptr.cast() }
     }
 
-    fn as_ptr(&self) -> *mut bindings::blk_mq_hw_ctx {
+    pub(super) fn as_ptr(&self) -> *mut bindings::blk_mq_hw_ctx {
         self.0.get()
     }
 
@@ -120,54 +123,5 @@ impl HwQueue {
     pub fn queue(&self) -> &Queue {
         // SAFETY: `hctx->queue` outlives the hctx.
         unsafe { Queue::from_raw((*self.as_ptr()).queue) }
-    }
-}
-
-/// A scheduler-tag depth change, given to [`Elevator::depth_updated`].
-///
-/// [`Elevator::depth_updated`]: super::Elevator::depth_updated
-pub struct DepthUpdate<'a> {
-    pub(super) hctx: &'a HwQueue,
-}
-
-impl DepthUpdate<'_> {
-    /// The hardware queue.
-    pub fn hw_queue(&self) -> &HwQueue {
-        self.hctx
-    }
-
-    /// The new number of scheduler tags of the hardware queue (the new
-    /// `nr_requests`; `blk_mq_update_nr_requests()` updates
-    /// `q->nr_requests` only after this hook).
-    pub fn nr_requests(&self) -> u32 {
-        let h = self.hctx.as_ptr();
-        // SAFETY: The queue is frozen: the hctx and its scheduler tags are
-        // stable. Unless the tags are shared by all hardware queues, their
-        // bitmap has been resized to the new depth minus reserved tags.
-        unsafe {
-            let tags = (*h).sched_tags;
-            let q = (*h).queue;
-            if tags.is_null() || tags == (*q).sched_shared_tags {
-                return u32::try_from((*q).nr_requests).unwrap_or(u32::MAX);
-            }
-            (*tags).bitmap_tags.sb.depth + (*tags).nr_reserved_tags
-        }
-    }
-
-    /// Sets the smallest `shallow_depth` [`Elevator::limit_depth`] will
-    /// return (`sbitmap_queue_min_shallow_depth()`), which sizes the wake-up
-    /// batches of the scheduler tags.
-    ///
-    /// [`Elevator::limit_depth`]: super::Elevator::limit_depth
-    pub fn set_min_shallow_depth(&self, depth: u32) {
-        let h = self.hctx.as_ptr();
-        // SAFETY: The queue is frozen; `sched_tags` is set while an elevator
-        // is attached.
-        unsafe {
-            let tags = (*h).sched_tags;
-            if !tags.is_null() {
-                bindings::sbitmap_queue_min_shallow_depth(&raw mut (*tags).bitmap_tags, depth);
-            }
-        }
     }
 }

@@ -4,7 +4,7 @@
 //!
 //! C header: [`block/elevator.h`](srctree/block/elevator.h)
 
-use super::{icq, vtable::Vtable, Elevator, MAX_TUNABLES};
+use super::{api, icq, vtable::Vtable, Elevator, MAX_TUNABLES};
 use crate::{bindings, error::to_result, prelude::*, types::Opaque};
 use core::{marker::PhantomData, ptr};
 
@@ -34,7 +34,9 @@ unsafe impl<T: Elevator> Sync for Registration<T> {}
 impl<T: Elevator> Registration<T> {
     /// Registers elevator `T`, owned by `module`.
     pub fn new(module: &'static ThisModule) -> Result<Self> {
-        if T::NAME.len() >= ELV_NAME_MAX || T::ALIAS.is_some_and(|a| a.len() >= ELV_NAME_MAX) {
+        if api::c_str_len(T::NAME) >= ELV_NAME_MAX
+            || T::ALIAS.is_some_and(|a| api::c_str_len(a) >= ELV_NAME_MAX)
+        {
             return Err(EINVAL);
         }
         if T::HAS_EXIT_ICQ && !T::IO_CONTEXTS {
@@ -51,7 +53,7 @@ impl<T: Elevator> Registration<T> {
             // SAFETY: All-zeroes is a valid `elv_fs_entry` (null pointers,
             // `None` functions).
             let mut entry: bindings::elv_fs_entry = unsafe { core::mem::zeroed() };
-            entry.attr.name = name.as_char_ptr();
+            entry.attr.name = api::c_str_ptr(name);
             entry.attr.mode = 0o644;
             #[cfg(CONFIG_DEBUG_LOCK_ALLOC)]
             {
@@ -70,8 +72,8 @@ impl<T: Elevator> Registration<T> {
         // `None` functions, empty list head, which `elv_register()` links).
         let mut ty: bindings::elevator_type = unsafe { core::mem::zeroed() };
         ty.ops = Vtable::<T>::OPS;
-        ty.elevator_name = T::NAME.as_char_ptr();
-        ty.elevator_alias = T::ALIAS.map_or(ptr::null(), |a| a.as_char_ptr());
+        ty.elevator_name = api::c_str_ptr(T::NAME);
+        ty.elevator_alias = T::ALIAS.map_or(ptr::null(), api::c_str_ptr);
         ty.elevator_owner = module.as_ptr();
         if T::IO_CONTEXTS {
             // `elv_register()` makes the icq cache from these.

@@ -7,11 +7,12 @@
 
 use super::{
     alloc::Allocation,
+    api,
     data::{arm_rerun, ElevatorData, MergeCtx},
     merge::{list_is_empty, FreeList},
     request::{RQ_HELD, RQ_MERGED_AWAY, RQ_NOT_HELD},
-    Bio, BioMerge, DepthUpdate, Elevator, HwQueue, Insertion, LockContext, LockOnDemand, MergeKind,
-    OpFlags, Queue, RequestRef, MAX_TUNABLES,
+    Bio, BioMerge, Elevator, HwQueue, Insertion, LockContext, LockOnDemand, MergeKind, OpFlags,
+    Queue, RequestRef, MAX_TUNABLES,
 };
 use crate::{
     bindings, container_of,
@@ -47,23 +48,12 @@ impl<T: Elevator> Vtable<T> {
     );
 
     pub(super) const OPS: bindings::elevator_mq_ops = bindings::elevator_mq_ops {
-        init_sched: {
+        exit_sched: {
             #[allow(clippy::let_unit_value)]
             let () = Self::LOCK_CONTEXT_OK;
-            Some(Self::init_sched)
-        },
-        exit_sched: Some(Self::exit_sched),
-        init_hctx: if T::HAS_DEPTH_UPDATED {
-            Some(Self::init_hctx)
-        } else {
-            None
+            Some(Self::exit_sched)
         },
         exit_hctx: None,
-        depth_updated: if T::HAS_DEPTH_UPDATED {
-            Some(Self::depth_updated)
-        } else {
-            None
-        },
         allow_merge: None,
         bio_merge: if T::HAS_BIO_MERGE {
             Some(Self::bio_merge)
@@ -121,6 +111,8 @@ impl<T: Elevator> Vtable<T> {
         } else {
             None
         },
+        // Attaching and depth changes: what differs between kernels.
+        ..Self::CORE_OPS
     };
 
     pub(super) const TUNABLE_FNS: [(ShowFn, StoreFn); MAX_TUNABLES] =
@@ -129,71 +121,63 @@ impl<T: Elevator> Vtable<T> {
             16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
         );
 
+    /// The per-queue data of a queue the scheduler is being attached to:
+    /// the scheduler's own from [`Elevator::init`], its lock and the rerun
+    /// timer.
+    ///
     /// # Safety
     ///
-    /// Called by the block layer (`blk_mq_init_sched()`) with a live queue,
-    /// frozen and quiesced, and this registration's elevator type.
-    unsafe extern "C" fn init_sched(
+    /// `q` must be live for the duration of the call.
+    pub(super) unsafe fn new_data(
         q: *mut bindings::request_queue,
-        e: *mut bindings::elevator_type,
-    ) -> c_int {
-        // SAFETY: `q` and `e` are valid (safety requirements).
-        let eq = unsafe { bindings::elevator_alloc(q, e) };
-        if eq.is_null() {
-            return ENOMEM.to_errno();
-        }
+    ) -> Result<Pin<KBox<ElevatorData<T>>>> {
         // SAFETY: `q` is live for the duration of the call.
         let queue = unsafe { Queue::from_raw(q) };
+        let (shared, locked) = T::init(queue)?;
         let (lock_name, lock_key) = T::LockContext::lock_class();
-        let data = T::init(queue).and_then(|(shared, locked)| {
-            KBox::pin_init(
-                pin_init!(ElevatorData::<T> {
-                    shared,
-                    lock <- Lock::new(locked, lock_name, lock_key),
-                    merge: UnsafeCell::new(MergeCtx {
-                        locked: ptr::null_mut(),
-                        incoming: ptr::null_mut(),
-                    }),
-                    held: AtomicUsize::new(0),
-                    dispatching: AtomicUsize::new(0),
-                    queue: q,
-                    // SAFETY: `slot` is the timer's final, pinned place;
-                    // `hrtimer_init()` initialises it completely.
-                    rerun <- unsafe {
-                        Opaque::ffi_init(|slot: *mut bindings::hrtimer| {
-                            bindings::hrtimer_init(
-                                slot,
-                                bindings::CLOCK_MONOTONIC as bindings::clockid_t,
-                                bindings::hrtimer_mode_HRTIMER_MODE_ABS,
-                            );
-                            (*slot).function = Some(Self::rerun_timer);
-                        })
-                    },
+        KBox::pin_init(
+            pin_init!(ElevatorData::<T> {
+                shared,
+                lock <- Lock::new(locked, lock_name, lock_key),
+                merge: UnsafeCell::new(MergeCtx {
+                    locked: ptr::null_mut(),
+                    incoming: ptr::null_mut(),
                 }),
-                GFP_KERNEL,
-            )
-        });
-        match data {
-            Ok(data) => {
-                // SAFETY: The data is never moved out of the box: it is
-                // turned back into a pinned box in `exit_sched` and dropped.
-                let data = KBox::into_raw(unsafe { Pin::into_inner_unchecked(data) });
-                // SAFETY: `eq` was just allocated for `q`; like
-                // `dd_init_sched()`, store the data, make the scheduler a
-                // single-queue one and attach it.
-                unsafe {
-                    (*eq).elevator_data = data.cast();
-                    bindings::blk_queue_flag_set(bindings::QUEUE_FLAG_SQ_SCHED as c_uint, q);
-                    (*q).elevator = eq;
-                }
-                0
-            }
-            Err(err) => {
-                // SAFETY: `eq` is ours and not attached; dropping its only
-                // reference frees it (as `dd_init_sched()` does on error).
-                unsafe { bindings::kobject_put(&raw mut (*eq).kobj) };
-                err.to_errno()
-            }
+                held: AtomicUsize::new(0),
+                dispatching: AtomicUsize::new(0),
+                queue: q,
+                // SAFETY: `slot` is the timer's final, pinned place, which
+                // `init_rerun_timer()` initialises completely.
+                rerun <- unsafe {
+                    Opaque::ffi_init(|slot: *mut bindings::hrtimer| {
+                        api::init_rerun_timer(slot, Self::rerun_timer)
+                    })
+                },
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Makes `data` the elevator data of `eq`, makes the scheduler a
+    /// single-queue one and attaches `eq` to `q`, as `dd_init_sched()` does.
+    ///
+    /// # Safety
+    ///
+    /// `q` must be live and `eq` an elevator queue allocated for it and not
+    /// yet attached.
+    pub(super) unsafe fn attach(
+        q: *mut bindings::request_queue,
+        eq: *mut bindings::elevator_queue,
+        data: Pin<KBox<ElevatorData<T>>>,
+    ) {
+        // SAFETY: The data is never moved out of the box: it is turned back
+        // into a pinned box in `exit_sched` and dropped.
+        let data = KBox::into_raw(unsafe { Pin::into_inner_unchecked(data) });
+        // SAFETY: `q` and `eq` are valid (safety requirements).
+        unsafe {
+            (*eq).elevator_data = data.cast();
+            bindings::blk_queue_flag_set(bindings::QUEUE_FLAG_SQ_SCHED as c_uint, q);
+            (*q).elevator = eq;
         }
     }
 
@@ -230,36 +214,18 @@ impl<T: Elevator> Vtable<T> {
     unsafe extern "C" fn rerun_timer(timer: *mut bindings::hrtimer) -> bindings::hrtimer_restart {
         // SAFETY: `timer` is the `rerun` field of an `ElevatorData<T>`
         // (safety requirement); `Opaque<T>` is `repr(transparent)`.
-        let data = unsafe { &*container_of!(timer, ElevatorData<T>, rerun) };
+        let data = unsafe {
+            &*container_of!(
+                timer.cast::<Opaque<bindings::hrtimer>>(),
+                ElevatorData<T>,
+                rerun
+            )
+        };
         // SAFETY: The queue is live while its elevator is; with `async` set
         // the function only queues work, so any context will do (as
         // `bfq_idle_slice_timer()` does).
         unsafe { bindings::blk_mq_run_hw_queues(data.queue, true) };
-        bindings::hrtimer_restart_HRTIMER_NORESTART
-    }
-
-    /// # Safety
-    ///
-    /// Called by the block layer with a live hctx of a queue this elevator
-    /// is attached to, frozen.
-    unsafe extern "C" fn init_hctx(hctx: *mut bindings::blk_mq_hw_ctx, _idx: c_uint) -> c_int {
-        // SAFETY: Same requirements.
-        unsafe { Self::depth_updated(hctx) };
-        0
-    }
-
-    /// # Safety
-    ///
-    /// As for `init_hctx`.
-    unsafe extern "C" fn depth_updated(hctx: *mut bindings::blk_mq_hw_ctx) {
-        // SAFETY: The elevator is attached to `hctx->queue`.
-        let data = unsafe { ElevatorData::<T>::from_queue((*hctx).queue) };
-        let update = DepthUpdate {
-            // SAFETY: `hctx` is live for the call.
-            hctx: unsafe { HwQueue::from_raw(hctx) },
-        };
-        let mut guard = data.lock.lock();
-        T::depth_updated(&data.shared, &mut guard, &update);
+        api::HRTIMER_NORESTART
     }
 
     /// # Safety
