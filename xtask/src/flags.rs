@@ -285,10 +285,11 @@ pub struct Test {
     /// Only these in-guest tests (comma-separated names)
     #[arg(long, value_delimiter = ',')]
     pub only: Option<Vec<String>>,
-    /// The whole matrix on the debug kernel too: every elevator on every
-    /// device, and the fault tests on the C references as well (by default
-    /// the debug kernel tests the elevators beyond rust-deadline and
-    /// rust-bfq on the first device only)
+    /// The whole matrix on the debug kernel too: every scheduler on every
+    /// device, the C schedulers as well, the fault tests on the C
+    /// references, and the tests left to the base kernel (by default the
+    /// debug kernel tests our elevators on null_blk and NVMe, the ones
+    /// beyond rust-deadline and rust-bfq on null_blk only)
     #[arg(long)]
     pub full_matrix: bool,
     /// The fault tests only (qemu/guest/tests_faults.sh), the long way:

@@ -113,6 +113,55 @@ const RAID_DEVICE: &str = "hdd-raptor";
 /// tested on (`DEVICES`): nullb0 memory backed, NVMe and virtio.
 const DEVICES: &[&str] = &["nullb-verify", "nvme", "virtio"];
 
+/// The debug kernel's devices unless `--full-matrix`: null_blk (one
+/// hardware queue) and NVMe (one per vCPU). virtio-blk takes the same
+/// paths through our code as NVMe.
+const DEBUG_DEVICES: &[&str] = &["nullb-verify", "nvme"];
+
+/// The tests the debug kernel's default run leaves to the base kernel,
+/// with the reason. The debug kernel's checks (KASAN, lockdep, kmemleak,
+/// Rust's overflow checks) are on our code, which its other tests drive
+/// through every path these take; what these judge, the base kernel
+/// judges better. `--full-matrix` runs them on the debug kernel too.
+pub const BASE_KERNEL_ONLY: &[(&str, &str)] = &[
+    (
+        "write_verify",
+        "data integrity on every device and scheduler; on the debug kernel \
+         fault_alloc verifies every block each Rust elevator writes",
+    ),
+    (
+        "read_starvation",
+        "a latency bound, which timing under KASAN and lockdep cannot meet",
+    ),
+];
+
+/// Whether the default suite runs `test` on kernel `flavor`.
+fn on_kernel(test: &str, flavor: kernel::Flavor, full: bool) -> bool {
+    on_kernel_all(flavor, full) || !BASE_KERNEL_ONLY.iter().any(|(t, _)| *t == test)
+}
+
+/// Whether the default suite runs every test on kernel `flavor`.
+fn on_kernel_all(flavor: kernel::Flavor, full: bool) -> bool {
+    flavor == kernel::Flavor::Base || full
+}
+
+/// The devices per-device tests use on kernel `flavor`.
+fn test_devices(flavor: kernel::Flavor, full: bool) -> &'static [&'static str] {
+    if flavor == kernel::Flavor::Debug && !full {
+        DEBUG_DEVICES
+    } else {
+        DEVICES
+    }
+}
+
+/// Whether the per-scheduler tests leave out the C schedulers
+/// (`OURS_ONLY`, tests.sh `scheds_on`): on the debug kernel unless
+/// `--full-matrix`, whose checks are on our code; the base kernel runs
+/// the C schedulers beside ours as references.
+fn ours_only(flavor: kernel::Flavor, full: bool) -> bool {
+    flavor == kernel::Flavor::Debug && !full
+}
+
 /// The slow, shallow device of the fairness and short_lived_procs tests
 /// (`SLOW_DEV`), so requests wait in the scheduler.
 const SLOW_DEVICE: &str = "nullb-slow";
@@ -197,11 +246,24 @@ pub fn run(t: &flags::Test) -> Result<()> {
     for &flavor in flavors {
         let mut k = t.k.clone();
         k.debug_kernel = flavor == kernel::Flavor::Debug;
+        let full = t.full_matrix;
+        if t.only.is_none() && mode == faults::Mode::Short && !on_kernel_all(flavor, full) {
+            note(&format!(
+                "the {} kernel leaves to the base kernel: {}",
+                flavor.name(),
+                BASE_KERNEL_ONLY
+                    .iter()
+                    .map(|(t, why)| format!("{t} ({why})"))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ));
+        }
         let tests = t.only.clone().unwrap_or_else(|| {
             let emulated = mode == faults::Mode::Short
                 && (flavor == kernel::Flavor::Base || t.emulated_devices);
             mode.tests(GUEST_TESTS, flavor == kernel::Flavor::Base)
                 .into_iter()
+                .filter(|t| on_kernel(t, flavor, full))
                 .chain(
                     EMULATED_TESTS
                         .iter()
@@ -326,7 +388,10 @@ fn guest_tests(
     ));
     fs::create_dir_all(&out)?;
     let all = devices::load(&root)?;
-    let used = devices::pick(&all, DEVICES.iter().copied())?;
+    let used = devices::pick(
+        &all,
+        test_devices(p.kernel.flavor, full_matrix).iter().copied(),
+    )?;
     let made = devices::pick(&all, [DEVICES[0], SLOW_DEVICE, STARVE_DEVICE])?;
     let emulated = tests.iter().any(|t| EMULATED_TESTS.contains(&t.as_str()));
     let models = if emulated {
@@ -355,7 +420,8 @@ fn guest_tests(
         format!(
             "{}SELFTEST_MODULE='{}'\nSCHEDULERS='{}'\nTESTS='{}'\n\
              SLOW_DEV='{}'\nSTARVE_DEV='{}'\nFAIRNESS_SCHEDULERS='{}'\nKERNEL_FLAVOR='{}'\n\
-             EMULATED_DEVS='{}'\nRAID_DEVS='{}'\nNARROW_SCHEDULERS='{}'\nFULL_MATRIX='{}'\n",
+             EMULATED_DEVS='{}'\nRAID_DEVS='{}'\nNARROW_SCHEDULERS='{}'\nFULL_MATRIX='{}'\n\
+             OURS_ONLY='{}'\n",
             p.job_env(used.iter().map(|(_, d)| d), &made)? + &mode.job_env(&hotplug),
             selftest,
             shell_words(p.all_schedulers()),
@@ -382,6 +448,7 @@ fn guest_tests(
                 full_matrix
             )),
             u8::from(full_matrix),
+            u8::from(ours_only(p.kernel.flavor, full_matrix)),
         ),
     )?;
     if tests.iter().any(|t| t == "emulated_model_timing") {
@@ -600,6 +667,26 @@ mod tests {
             v(&["rust-cfq", "rust-noop"])
         );
         assert!(super::narrow_schedulers(&els, Flavor::Debug, true).is_empty());
+    }
+
+    #[test]
+    fn the_debug_kernel_leaves_timing_and_integrity_to_the_base_kernel() {
+        use crate::kernel::Flavor;
+        for (t, _) in super::BASE_KERNEL_ONLY {
+            assert!(super::GUEST_TESTS.contains(t), "{t}");
+            assert!(super::on_kernel(t, Flavor::Base, false));
+            assert!(!super::on_kernel(t, Flavor::Debug, false));
+            assert!(super::on_kernel(t, Flavor::Debug, true));
+        }
+        assert!(super::on_kernel("fairness", Flavor::Debug, false));
+        assert_eq!(
+            super::test_devices(Flavor::Debug, false),
+            super::DEBUG_DEVICES
+        );
+        assert_eq!(super::test_devices(Flavor::Debug, true), super::DEVICES);
+        assert_eq!(super::test_devices(Flavor::Base, false), super::DEVICES);
+        assert!(super::ours_only(Flavor::Debug, false));
+        assert!(!super::ours_only(Flavor::Debug, true) && !super::ours_only(Flavor::Base, false));
     }
 
     #[test]
