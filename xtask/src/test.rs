@@ -246,32 +246,7 @@ pub fn run(t: &flags::Test) -> Result<()> {
     for &flavor in flavors {
         let mut k = t.k.clone();
         k.debug_kernel = flavor == kernel::Flavor::Debug;
-        let full = t.full_matrix;
-        if t.only.is_none() && mode == faults::Mode::Short && !on_kernel_all(flavor, full) {
-            note(&format!(
-                "the {} kernel leaves to the base kernel: {}",
-                flavor.name(),
-                BASE_KERNEL_ONLY
-                    .iter()
-                    .map(|(t, why)| format!("{t} ({why})"))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            ));
-        }
-        let tests = t.only.clone().unwrap_or_else(|| {
-            let emulated = mode == faults::Mode::Short
-                && (flavor == kernel::Flavor::Base || t.emulated_devices);
-            mode.tests(GUEST_TESTS, flavor == kernel::Flavor::Base)
-                .into_iter()
-                .filter(|t| on_kernel(t, flavor, full))
-                .chain(
-                    EMULATED_TESTS
-                        .iter()
-                        .filter(|_| emulated)
-                        .map(|s| s.to_string()),
-                )
-                .collect()
-        });
+        let tests = flavor_tests(t, flavor, mode);
         // The guest from a clone where its own tmpfs lies: with the whole
         // suite on the base kernel.
         let elsewhere =
@@ -288,6 +263,38 @@ pub fn run(t: &flags::Test) -> Result<()> {
         problems.extend(r.problems);
     }
     conclude(&sum, &expected, problems)
+}
+
+/// The in-guest tests on kernel `flavor`: `--only`'s, or the default
+/// suite's for `mode` (saying what the debug kernel leaves to the base one).
+fn flavor_tests(t: &flags::Test, flavor: kernel::Flavor, mode: faults::Mode) -> Vec<String> {
+    if let Some(only) = &t.only {
+        return only.clone();
+    }
+    let full = t.full_matrix;
+    if mode == faults::Mode::Short && !on_kernel_all(flavor, full) {
+        note(&format!(
+            "the {} kernel leaves to the base kernel: {}",
+            flavor.name(),
+            BASE_KERNEL_ONLY
+                .iter()
+                .map(|(t, why)| format!("{t} ({why})"))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
+    }
+    let emulated =
+        mode == faults::Mode::Short && (flavor == kernel::Flavor::Base || t.emulated_devices);
+    mode.tests(GUEST_TESTS, flavor == kernel::Flavor::Base)
+        .into_iter()
+        .filter(|t| on_kernel(t, flavor, full))
+        .chain(
+            EMULATED_TESTS
+                .iter()
+                .filter(|_| emulated)
+                .map(|s| s.to_string()),
+        )
+        .collect()
 }
 
 /// Prints the problems and the summary; fails on any problem or on a skip
