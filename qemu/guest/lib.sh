@@ -28,6 +28,14 @@ devname_r() {
 }
 devname() { devname_r "$1"; echo "$REPLY"; }
 
+# Sleeps $1 seconds without an exec: a read that times out on a pipe
+# nobody writes to (opened read-write, so it never sees end of file).
+nap() {
+	[ -n "${NAP_FD:-}" ] || exec {NAP_FD}<> <(:)
+	read -rt "$1" -u "$NAP_FD"
+	return 0
+}
+
 # Links /dev/ironlift/<id> to every disk whose ATA model or virtio serial
 # is ironlift-<id>: the emulated disks of configs/devices/guest.toml, whose
 # sdX names depend on the order the guest probes its AHCI controllers in.

@@ -258,6 +258,11 @@ fn own_kernels(mut sides: [Side; 2], root: &Path, cache: &Path, kernel: Kver) ->
     Ok(sides)
 }
 
+/// Whether the xtask of the tree at `root` takes `--kernel`.
+fn knows_kernel_flag(root: &Path) -> bool {
+    root.join("xtask/src/kver.rs").is_file()
+}
+
 impl Side {
     fn tree(label: &'static str, what: String, root: PathBuf) -> Side {
         Side {
@@ -293,9 +298,16 @@ impl Side {
         if let Some(j) = o.jobs {
             c.args(["--jobs", &j.to_string()]);
         }
-        // Only when not 6.12: a ref from before `--kernel` builds 6.12.
-        if o.kernel != Kver::V6_12 {
+        // A tree from before `--kernel` builds 6.12 and knows no flag.
+        if knows_kernel_flag(&self.root) {
             c.args(["--kernel", o.kernel.name()]);
+        } else if o.kernel != Kver::V6_12 {
+            bail!(
+                "the {} side ({}) predates `--kernel` and builds Linux 6.12 only; \
+                 compare it with `--kernel 6.12`",
+                self.label,
+                self.what
+            );
         }
         Ok(c)
     }
