@@ -501,7 +501,7 @@ pub fn ensure(tc: &Toolchain, opts: &KernelOpts) -> Result<Kernel> {
     check_config(&build.join(".config"), &fragments, opts.kernel)?;
 
     step(&format!(
-        "Building bzImage and modules with LLVM={} -j{} (cold: ~7 min on 2 cores; incremental: less)",
+        "Building bzImage and modules with LLVM={} -j{} (cold: ~16 min on 2 cores; incremental: less)",
         tc.llvm,
         opts.jobs
     ));
