@@ -325,16 +325,15 @@ tunables_reject_bad_input() {
 # queue verifies afterwards, and where the scheduler has async_depth
 # (rust-deadline) it follows nr_requests (mq-deadline resets it on a
 # change).
-# With OURS_ONLY (the debug kernel) only rust-deadline and rust-bfq (those
-# not in NARROW_SCHEDULERS): the others keep no depth limits, so a depth
-# change takes them through the module core's path those two take too.
+# Run on the elevators that keep depth limits (DEPTH_LIMITED, the policies
+# whose SchedPolicy::DEPTH_LIMITS is not empty): the others have none, so a
+# depth change takes them through the module core's path these two take
+# too, and the block layer's, which is the same under any elevator.
+DEPTH_LIMITED="rust-deadline rust-bfq"
 nr_scheds_on() { # device
 	local s
-	for s in $(scheds_on "$1" | grep '^rust-'); do
-		if [ "${OURS_ONLY:-0}" = 1 ]; then
-			case " ${NARROW_SCHEDULERS:-} " in *" $s "*) continue ;; esac
-		fi
-		echo "$s"
+	for s in $(scheds_on "$1"); do
+		case " $DEPTH_LIMITED " in *" $s "*) echo "$s" ;; esac
 	done
 }
 nr_requests_under_io() {
