@@ -435,8 +435,10 @@ impl Boot<'_> {
     }
 }
 
-/// Picks the accelerator: `tcg` or `kvm` when asked, else a probe boot
-/// under KVM (cached per QEMU and kernel) decides.
+/// Picks the accelerator: `tcg` or `kvm` when asked, else a probe boot of
+/// `kernel` under KVM decides. Whether KVM works is the host's matter (its
+/// KVM, its QEMU), so the result is cached per QEMU and host kernel: the
+/// base and the debug guest kernel share one probe.
 pub fn choose_accel(kernel: &Kernel, cache: &Path, want: &str) -> Result<Accel> {
     match want {
         "tcg" => return Ok(Accel::Tcg),
@@ -451,7 +453,8 @@ pub fn choose_accel(kernel: &Kernel, cache: &Path, want: &str) -> Result<Accel> 
     let qemu_version = run(Command::new(qemu_bin()).arg("--version")).unwrap_or_default();
     let mut h = util::Hasher::new();
     h.add("qemu", qemu_version.as_bytes());
-    h.add("kernel", kernel.key.as_bytes());
+    let host = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    h.add("host kernel", host.trim().as_bytes());
     let stamp = cache.join("accel-probe").join(h.hex());
     if let Ok(s) = fs::read_to_string(&stamp) {
         let accel = if s.trim() == "kvm" {
@@ -466,7 +469,7 @@ pub fn choose_accel(kernel: &Kernel, cache: &Path, want: &str) -> Result<Accel> 
         ));
         return Ok(accel);
     }
-    step("Probing whether a KVM guest boots here (once per QEMU and kernel)");
+    step("Probing whether a KVM guest boots here (once per QEMU and host kernel)");
     let out = cache.join("accel-probe").join("out");
     fs::create_dir_all(&out)?;
     let boot = Boot {
