@@ -233,18 +233,24 @@ bad_values="abc 12abc 0x 1.5 -1 2147483648 99999999999999999999"
 
 # The first subtest of a tunables test: select the C scheduler and the Rust
 # one on queue $1 in turn; the Rust one must list the same tunables with the
-# same values. Prints the plan (one subtest per tunable more) and subtest 1;
-# sets $names to the Rust scheduler's tunables. Fails (returns 1, having
-# printed why) when either cannot be selected.
+# same values, and leave the queue's async_depth (a kernel that keeps it
+# there, 7.3) where the C one does when attached. Prints the plan (one
+# subtest per tunable more) and subtest 1; sets $names to the Rust
+# scheduler's tunables. Fails (returns 1, having printed why) when either
+# cannot be selected.
 same_tunables_as() { # device C-scheduler Rust-scheduler
 	local dev=$1 c=$2 rust=$3 q t v c_names c_defaults="" defaults=""
 	q=/sys/block/$(devname "$dev")/queue
+	set_sched "$dev" none
 	set_sched "$dev" "$c" || { out "    1..1"; out "    not ok 1 select_${c//-/_}"; return 1; }
 	c_names=$(ls "$q/iosched" | sort | tr '\n' ' ')
 	for t in $c_names; do read -r v < "$q/iosched/$t"; c_defaults="$c_defaults $t=$v"; done
+	if [ -e "$q/async_depth" ]; then read -r v < "$q/async_depth"; c_defaults="$c_defaults queue/async_depth=$v"; fi
+	set_sched "$dev" none
 	set_sched "$dev" "$rust" || { out "    1..1"; out "    not ok 1 select_${rust//-/_}"; return 1; }
 	names=$(ls "$q/iosched" | sort | tr '\n' ' ')
 	for t in $names; do read -r v < "$q/iosched/$t"; defaults="$defaults $t=$v"; done
+	if [ -e "$q/async_depth" ]; then read -r v < "$q/async_depth"; defaults="$defaults queue/async_depth=$v"; fi
 	out "    1..$(( $(echo $names | wc -w) + 1 ))"
 	if [ "$names" = "$c_names" ] && [ "$defaults" = "$c_defaults" ]; then
 		out "    #$defaults"
