@@ -23,21 +23,23 @@
 //!   policy takes as a requeue: its index is still in flight), `exit_icq`
 //!   with I/O contexts.
 //! - The sysfs files are the policy's tunables, named by the policy
-//!   ([`SchedPolicy::TUNABLES`]); bad writes fail with `EINVAL` and keep
+//!   ([`SchedPolicy::TUNABLES`], or [`SchedPolicy::QUEUE_DEPTH_TUNABLES`]
+//!   where the queue keeps `async_depth`, as the abstraction's
+//!   `QUEUE_ASYNC_DEPTH` says); bad writes fail with `EINVAL` and keep
 //!   the value.
 //! - The queues are never run under the elevator lock (running them may
 //!   take `queue_lock`, which the block layer takes before `ioc->lock`,
 //!   under which `exit_icq` takes ours).
 
 use super::completions::Completions;
-use super::sched::{ContextIssuers, Core, Effect, SchedPolicy, Shared};
-use super::types::{IoPrio, IssuerId, MergeProbe, Op, RequestDesc};
+use super::sched::{self as core_sched, ContextIssuers, Core, Effect, SchedPolicy, Shared};
+use super::types::{AsyncDepth, IoPrio, IssuerId, MergeProbe, Op, RequestDesc};
 use core::marker::PhantomData;
 use core::sync::atomic::AtomicU64;
 use kernel::block::mq::elevator::{
-    self, Allocation, Bio, BioMerge, DepthUpdate, Elevator, HwQueue, Insertion, IoCq, IrqSafe,
-    LockContext, LockOnDemand, MergeKind, OpFlags, ProcessContext, Queue, ReqOp, RequestRef, Rerun,
-    SchedRequest, MAX_TUNABLES,
+    self, Allocation, Bio, BioMerge, DepthUpdate, Elevator, HwQueue, InitAsyncDepth, Insertion,
+    IoCq, IrqSafe, LockContext, LockOnDemand, MergeKind, OpFlags, ProcessContext, Queue, ReqOp,
+    RequestRef, Rerun, SchedRequest, MAX_TUNABLES, QUEUE_ASYNC_DEPTH,
 };
 use kernel::prelude::*;
 use kernel::{c_str, str::CStr};
@@ -190,7 +192,7 @@ impl<S: Scheduler> Elevator for PolicyElevator<S> {
             Storage::new(times, zero)?,
             queue.nr_requests(),
         );
-        let core = Core::new(policy, capacity, &shared);
+        let core = Core::with_async_depth(policy, capacity, &shared, ASYNC_DEPTH_HOME);
         let locked = Locked {
             core,
             requests: Handles::new(capacity)?,
@@ -374,10 +376,18 @@ impl<S: Scheduler> Elevator for PolicyElevator<S> {
         }
     }
 
+    fn initial_async_depth(nr_requests: u32) -> InitAsyncDepth {
+        match <S::Policy as SchedPolicy>::initial_queue_async_depth(nr_requests) {
+            None => InitAsyncDepth::Keep,
+            Some((depth, false)) => InitAsyncDepth::Before(depth),
+            Some((depth, true)) => InitAsyncDepth::After(depth),
+        }
+    }
+
     fn depth_updated(&self, locked: &mut Locked<S>, update: &DepthUpdate<'_>) {
         locked
             .core
-            .depth_updated(&self.shared, update.nr_requests());
+            .depth_updated(&self.shared, update.nr_requests(), update.async_depth());
         // As mq-deadline and BFQ in 6.12: the depth limit may go down to 1.
         update.set_min_shallow_depth(1);
     }
@@ -471,13 +481,22 @@ impl CompletionLock for ProcessContext {
     }
 }
 
-/// The sysfs names of `P`'s tunables: the policy's C strings, made the
-/// abstraction's at compile time.
+/// Where this kernel keeps `async_depth`, as the abstraction says.
+const ASYNC_DEPTH_HOME: AsyncDepth = if QUEUE_ASYNC_DEPTH {
+    AsyncDepth::Queue
+} else {
+    AsyncDepth::Elevator
+};
+
+/// The sysfs names of `P`'s tunables on this kernel: the policy's C
+/// strings, made the abstraction's at compile time.
 struct SysfsNames<P>(PhantomData<P>);
 
 impl<P: SchedPolicy> SysfsNames<P> {
-    const ALL: &'static [&'static CStr; MAX_TUNABLES] = &sysfs_names(P::TUNABLES);
-    const NAMES: &'static [&'static CStr] = Self::ALL.split_at(P::TUNABLES.len()).0;
+    const POLICY: &'static [&'static core::ffi::CStr] =
+        core_sched::sysfs_names::<P>(ASYNC_DEPTH_HOME);
+    const ALL: &'static [&'static CStr; MAX_TUNABLES] = &sysfs_names(Self::POLICY);
+    const NAMES: &'static [&'static CStr] = Self::ALL.split_at(Self::POLICY.len()).0;
 }
 
 /// `names` as the abstraction's C strings, the rest of the table empty.

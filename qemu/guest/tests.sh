@@ -449,8 +449,13 @@ read_starvation() {
 		echo 256 > $q/nr_requests
 		if [ "$s" != "$STARVE_CONTROL" ]; then
 			# mq-deadline 6.12 sets async_depth from the old nr_requests on a
-			# change; give both deadlines the same write depth.
-			echo 256 > $q/iosched/async_depth
+			# change; 7.3 scales the queue's. Give both deadlines the same
+			# write depth: the elevator's (6.12) or the queue's (7.3).
+			if [ -e $q/iosched/async_depth ]; then
+				echo 256 > $q/iosched/async_depth
+			else
+				echo 256 > $q/async_depth
+			fi
 			echo $expire > $q/iosched/read_expire
 			echo $batch > $q/iosched/fifo_batch
 		fi

@@ -31,7 +31,8 @@
 
 use super::completions::{Completions, DrainBatch, LogWords};
 use super::types::{
-    Dispatch, IssuerId, MergeProbe, Nanos, Op, Policy, RequestDesc, Sector, Tag, TunableError,
+    AsyncDepth, Dispatch, IssuerId, MergeProbe, Nanos, Op, Policy, RequestDesc, Sector, Tag,
+    TunableError,
 };
 use core::ffi::CStr;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -96,8 +97,28 @@ pub trait SchedPolicy: Policy {
         None
     }
 
-    /// `nr_requests` changed.
-    fn depth_updated(&mut self, _nr_requests: u32) {}
+    /// The tunables' sysfs names where the queue keeps `async_depth`
+    /// ([`AsyncDepth::Queue`]), in the order of [`Policy::tunables`]
+    /// there: [`SchedPolicy::TUNABLES`] unless the policy had an
+    /// `async_depth` of its own.
+    const QUEUE_DEPTH_TUNABLES: &'static [&'static CStr] = Self::TUNABLES;
+
+    /// Where the kernel keeps `async_depth`: told once, before the first
+    /// [`SchedPolicy::depth_updated`].
+    fn set_async_depth_home(&mut self, _home: AsyncDepth) {}
+
+    /// The queue's `async_depth` the policy sets when it is attached
+    /// where the queue keeps it, from `nr_requests`, and whether it sets
+    /// it after its first [`SchedPolicy::depth_updated`] (so that one
+    /// sees the value the queue had before); `None` leaves it.
+    fn initial_queue_async_depth(_nr_requests: u32) -> Option<(u32, bool)> {
+        None
+    }
+
+    /// `nr_requests` changed; where the queue keeps `async_depth`
+    /// ([`AsyncDepth::Queue`]), `queue_async_depth` is its value (which
+    /// may be what changed).
+    fn depth_updated(&mut self, _nr_requests: u32, _queue_async_depth: Option<u32>) {}
 
     /// The end of the idle slice the policy waits in, if it idles.
     fn idling_until(&self) -> Option<Nanos> {
@@ -232,18 +253,33 @@ pub struct Core<P> {
     limits_from: Option<(u32, bool)>,
     /// Where drains sort completions by time.
     batch: DrainBatch,
+    /// Where the kernel keeps `async_depth`, which decides the tunables.
+    depth_home: AsyncDepth,
 }
 
 impl<P: SchedPolicy> Core<P> {
     /// The locked state around `policy`, whose storage holds `capacity`
     /// requests; sets `shared`'s depth limits.
     pub fn new<W: LogWords>(policy: P, capacity: usize, shared: &Shared<P, W>) -> Self {
+        Self::with_async_depth(policy, capacity, shared, AsyncDepth::Elevator)
+    }
+
+    /// [`Core::new`] for a kernel that keeps `async_depth` where `home`
+    /// says.
+    pub fn with_async_depth<W: LogWords>(
+        mut policy: P,
+        capacity: usize,
+        shared: &Shared<P, W>,
+        home: AsyncDepth,
+    ) -> Self {
+        policy.set_async_depth_home(home);
         let mut core = Core {
             policy,
             capacity,
             idle_until: None,
             limits_from: None,
             batch: DrainBatch::default(),
+            depth_home: home,
         };
         core.rescale(shared);
         core
@@ -497,46 +533,70 @@ impl<P: SchedPolicy> Core<P> {
         self.policy.requests_merged(into, next);
     }
 
-    /// `depth_updated`: `nr_requests` is now `nr_requests`.
-    pub fn depth_updated<W: LogWords>(&mut self, shared: &Shared<P, W>, nr_requests: u32) {
+    /// `depth_updated`: `nr_requests` is now `nr_requests`, and where the
+    /// queue keeps `async_depth`, that is `queue_async_depth`.
+    pub fn depth_updated<W: LogWords>(
+        &mut self,
+        shared: &Shared<P, W>,
+        nr_requests: u32,
+        queue_async_depth: Option<u32>,
+    ) {
         shared.nr_requests.store(nr_requests, Ordering::Relaxed);
-        self.policy.depth_updated(nr_requests);
+        self.policy.depth_updated(nr_requests, queue_async_depth);
         self.rescale(shared);
     }
 
-    /// The value of tunable `index` of [`SchedPolicy::TUNABLES`].
+    /// The value of tunable `index` of [`sysfs_names`].
     pub fn tunable(&self, index: usize) -> Result<i64, TunableError> {
-        self.policy.tunable(tunable_name::<P>(index)?)
+        self.policy
+            .tunable(tunable_name::<P>(self.depth_home, index)?)
     }
 
-    /// Writes tunable `index` of [`SchedPolicy::TUNABLES`] from its sysfs
-    /// text; on error the value stays.
+    /// Writes tunable `index` of [`sysfs_names`] from its sysfs text; on
+    /// error the value stays.
     pub fn set_tunable<W: LogWords>(
         &mut self,
         shared: &Shared<P, W>,
         index: usize,
         text: &str,
     ) -> Result<(), TunableError> {
-        self.policy.set_tunable(tunable_name::<P>(index)?, text)?;
+        self.policy
+            .set_tunable(tunable_name::<P>(self.depth_home, index)?, text)?;
         self.rescale(shared);
         Ok(())
     }
 }
 
+/// `P`'s tunables' sysfs names on a kernel that keeps `async_depth` where
+/// `home` says.
+pub const fn sysfs_names<P: SchedPolicy>(home: AsyncDepth) -> &'static [&'static CStr] {
+    match home {
+        AsyncDepth::Elevator => P::TUNABLES,
+        AsyncDepth::Queue => P::QUEUE_DEPTH_TUNABLES,
+    }
+}
+
 /// The name of tunable `index`, as the policy knows it.
-fn tunable_name<P: SchedPolicy>(index: usize) -> Result<&'static str, TunableError> {
-    let name = P::TUNABLES.get(index).ok_or(TunableError::UnknownName)?;
+fn tunable_name<P: SchedPolicy>(
+    home: AsyncDepth,
+    index: usize,
+) -> Result<&'static str, TunableError> {
+    let name = sysfs_names::<P>(home)
+        .get(index)
+        .ok_or(TunableError::UnknownName)?;
     name.to_str().map_err(|_| TunableError::UnknownName)
 }
 
-/// Whether `P`'s sysfs names are its tunables, in its order, and its depth
-/// limits are laid out as it indexes them (for tests).
-pub fn check_layout<P: SchedPolicy>(policy: &P) -> Result<(), &'static str> {
+/// Whether `P`'s sysfs names are its tunables, in its order, where the
+/// kernel keeps `async_depth` as the policy was told, and its depth limits
+/// are laid out as it indexes them (for tests).
+pub fn check_layout<P: SchedPolicy>(policy: &P, home: AsyncDepth) -> Result<(), &'static str> {
     let names = policy.tunables();
-    if names.len() != P::TUNABLES.len()
+    let sysfs = sysfs_names::<P>(home);
+    if names.len() != sysfs.len()
         || !names
             .iter()
-            .zip(P::TUNABLES)
+            .zip(sysfs)
             .all(|(n, c)| c.to_bytes() == n.as_bytes())
     {
         return Err("the sysfs names are not the policy's tunables");

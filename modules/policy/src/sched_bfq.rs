@@ -43,12 +43,29 @@ where
     }
 
     /// The policy's limits are fractions of its storage: scaled to
-    /// `nr_requests`.
+    /// `nr_requests`. Where the queue keeps `async_depth` (7.3), they
+    /// derive from it instead ([`Bfq::queue_depth_limit`]).
     fn depth_limit(&self, op: Op, sync: bool, nr_requests: u32, capacity: usize) -> Option<u32> {
         let l = self.async_depth_limit(op, sync)?;
+        if let Some(limit) = self.queue_depth_limit(sync) {
+            return Some(limit);
+        }
         let capacity = capacity.max(1) as u64;
         let limit = u64::from(l) * u64::from(nr_requests) / capacity;
         Some(limit.clamp(1, u64::from(u32::MAX)) as u32)
+    }
+
+    /// `bfq_init_queue()` runs `bfq_depth_updated()` first, with the
+    /// queue's `async_depth` as it was, and then sets it to three
+    /// quarters of `nr_requests`.
+    fn initial_queue_async_depth(nr_requests: u32) -> Option<(u32, bool)> {
+        Some(((nr_requests.saturating_mul(3)) >> 2, true))
+    }
+
+    fn depth_updated(&mut self, _nr_requests: u32, queue_async_depth: Option<u32>) {
+        if let Some(depth) = queue_async_depth {
+            Bfq::queue_depth_updated(self, depth);
+        }
     }
 
     #[inline]

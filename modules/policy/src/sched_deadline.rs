@@ -7,9 +7,9 @@
 //! limits from `async_depth` alone.
 
 use super::completions::{CompletionLog, LogWords};
-use super::deadline::{Deadline, Slot, TUNABLE_NAMES};
+use super::deadline::{Deadline, Slot, QUEUE_DEPTH_TUNABLE_NAMES, TUNABLE_NAMES};
 use super::sched::SchedPolicy;
-use super::types::{Op, Policy};
+use super::types::{AsyncDepth, Op, Policy};
 use core::ffi::CStr;
 
 impl<S> SchedPolicy for Deadline<S>
@@ -19,6 +19,9 @@ where
     type Log<W: LogWords> = CompletionLog<W>;
 
     const TUNABLES: &'static [&'static CStr] = &TUNABLE_NAMES;
+
+    /// Linux 7.3's mq-deadline has no `async_depth` of its own.
+    const QUEUE_DEPTH_TUNABLES: &'static [&'static CStr] = &QUEUE_DEPTH_TUNABLE_NAMES;
 
     const DEPTH_LIMITS: &'static [(Op, bool)] = &[
         (Op::Write, false),
@@ -47,8 +50,21 @@ where
         self.async_depth_limit(op, sync)
     }
 
-    fn depth_updated(&mut self, nr_requests: u32) {
-        Deadline::depth_updated(self, nr_requests);
+    fn set_async_depth_home(&mut self, home: AsyncDepth) {
+        self.set_async_depth(home);
+    }
+
+    /// `dd_init_sched()` sets the queue's `async_depth` to `nr_requests`
+    /// before its `dd_depth_updated()`.
+    fn initial_queue_async_depth(nr_requests: u32) -> Option<(u32, bool)> {
+        Some((Deadline::<S>::initial_queue_async_depth(nr_requests), false))
+    }
+
+    fn depth_updated(&mut self, nr_requests: u32, queue_async_depth: Option<u32>) {
+        match queue_async_depth {
+            Some(depth) => Deadline::queue_depth_updated(self, nr_requests, depth),
+            None => Deadline::depth_updated(self, nr_requests),
+        }
     }
 
     /// Where the policy's checks are compiled in (otherwise the default).

@@ -199,6 +199,22 @@ pub enum TunableError {
     ReadOnly,
 }
 
+/// Where the kernel keeps the depth that limits requests other than
+/// synchronous reads, from which mq-deadline and BFQ derive their depth
+/// limits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AsyncDepth {
+    /// In each elevator (Linux 6.12): mq-deadline's `async_depth`
+    /// tunable, reset to `nr_requests` on every depth change; BFQ's
+    /// fractions of its scheduler tags.
+    #[default]
+    Elevator,
+    /// In the request queue (Linux 7.3): `queue/async_depth`, which the
+    /// block layer scales when `nr_requests` changes and an elevator sets
+    /// when it is attached; mq-deadline's tunable is gone.
+    Queue,
+}
+
 /// Why a policy could not be set up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SetupError {

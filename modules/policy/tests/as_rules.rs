@@ -416,7 +416,7 @@ fn tunables_have_the_sources_names_units_and_defaults() {
         ]
     );
     assert_eq!(a.tunable("quantum"), Err(TunableError::UnknownName));
-    ironlift_policy::sched::check_layout(&a).unwrap();
+    ironlift_policy::sched::check_layout(&a, ironlift_policy::AsyncDepth::Elevator).unwrap();
 }
 
 #[test]

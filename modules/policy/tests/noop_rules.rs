@@ -4,6 +4,7 @@
 
 use ironlift_policy::noop::{Noop, Slot};
 use ironlift_policy::sched::{check_layout, SchedPolicy};
+use ironlift_policy::AsyncDepth;
 use ironlift_policy::{
     Dispatch, IoPrio, MergeProbe, Nanos, Op, Policy, RequestDesc, Sector, TunableError,
 };
@@ -147,7 +148,7 @@ fn has_no_tunables() {
         n.set_tunable("fifo_batch", "1"),
         Err(TunableError::UnknownName)
     );
-    check_layout(&n).unwrap();
+    check_layout(&n, AsyncDepth::Elevator).unwrap();
 }
 
 #[test]

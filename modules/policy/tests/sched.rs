@@ -8,7 +8,7 @@ use ironlift_policy::bfq::{Bfq, IssuerSlot, ReqSlot};
 use ironlift_policy::deadline::{Deadline, Slot};
 use ironlift_policy::sched::{check_layout, Core, Effect, SchedPolicy, Shared};
 use ironlift_policy::sched_bfq::ContextIssuers;
-use ironlift_policy::{Nanos, Op, Policy, RequestDesc, TunableError, NSEC_PER_MSEC};
+use ironlift_policy::{AsyncDepth, Nanos, Op, Policy, RequestDesc, TunableError, NSEC_PER_MSEC};
 use std::sync::atomic::AtomicU64;
 
 type B = Bfq<Vec<ReqSlot>, Vec<IssuerSlot>>;
@@ -69,8 +69,8 @@ fn insert<P: SchedPolicy>(
 
 #[test]
 fn sysfs_names_and_depth_limits_match_the_policies() {
-    assert_eq!(check_layout(&bfq(8, 2)), Ok(()));
-    assert_eq!(check_layout(&deadline(8)), Ok(()));
+    assert_eq!(check_layout(&bfq(8, 2), AsyncDepth::Elevator), Ok(()));
+    assert_eq!(check_layout(&deadline(8), AsyncDepth::Elevator), Ok(()));
 }
 
 #[test]
@@ -154,7 +154,7 @@ fn deadline_depth_limits_follow_async_depth() {
     assert_eq!(s.depth_limit(Op::Write, false), Some(64));
     c.set_tunable(&s, 4, "16").unwrap();
     assert_eq!(s.depth_limit(Op::Write, true), Some(16));
-    c.depth_updated(&s, 8);
+    c.depth_updated(&s, 8, None);
     assert_eq!(s.depth_limit(Op::Write, true), Some(8));
     assert_eq!(s.depth_limit(Op::Read, true), None);
 }
@@ -166,7 +166,7 @@ fn bfq_depth_limits_are_scaled_to_nr_requests() {
     assert_eq!(s.depth_limit(Op::Read, true), None);
     assert_eq!(s.depth_limit(Op::Write, false), Some(32));
     assert_eq!(s.depth_limit(Op::Write, true), Some(48));
-    c.depth_updated(&s, 128);
+    c.depth_updated(&s, 128, None);
     assert_eq!(s.depth_limit(Op::Write, false), Some(64));
 }
 
@@ -212,4 +212,122 @@ fn contexts_take_free_issuers_and_share_the_last() {
     assert_eq!(ids.exit(&mut w0), None);
     assert_eq!(ids.issuer(&b, &mut w0, false), 2);
     assert_eq!(ids.exit(&mut w2), None);
+}
+
+/// A module core as on a kernel that keeps `async_depth` where `home`
+/// says, attached as the kernel attaches it: the queue's `async_depth`
+/// starts at `queue_before` (what the queue had) and becomes what the
+/// policy sets, before or after its first depth update as it says.
+fn core_on<P: SchedPolicy>(
+    policy: P,
+    capacity: usize,
+    nr_requests: u32,
+    home: AsyncDepth,
+    queue_before: u32,
+) -> (Core<P>, Shared<P, Words>, Option<u32>) {
+    let words = |n| (0..n).map(|_| AtomicU64::new(0)).collect();
+    let (bitmap, times) = Shared::<P, Words>::log_words(capacity);
+    let shared = Shared::new(words(bitmap), words(times), nr_requests);
+    let mut c = Core::with_async_depth(policy, capacity, &shared, home);
+    let queue = match (home, P::initial_queue_async_depth(nr_requests)) {
+        (AsyncDepth::Elevator, _) => None,
+        (AsyncDepth::Queue, None) => Some(queue_before),
+        (AsyncDepth::Queue, Some((depth, false))) => Some(depth),
+        (AsyncDepth::Queue, Some((depth, true))) => {
+            c.depth_updated(&shared, nr_requests, Some(queue_before));
+            return (c, shared, Some(depth));
+        }
+    };
+    c.depth_updated(&shared, nr_requests, queue);
+    (c, shared, queue)
+}
+
+#[test]
+fn deadline_async_depth_on_each_kernel() {
+    for home in [AsyncDepth::Elevator, AsyncDepth::Queue] {
+        let (mut c, s, queue) = core_on(deadline(64), 64, 64, home, 256);
+        assert_eq!(check_layout(c.policy(), home), Ok(()), "{home:?}");
+        // Both start at nr_requests: 6.12's tunable, 7.3's queue value
+        // (`dd_init_sched()` sets it before `dd_depth_updated()`).
+        assert_eq!(s.depth_limit(Op::Write, false), Some(64), "{home:?}");
+        assert_eq!(s.depth_limit(Op::Read, true), None, "{home:?}");
+        let names: Vec<_> = c.policy().tunables().to_vec();
+        match home {
+            AsyncDepth::Elevator => {
+                assert_eq!(queue, None);
+                assert!(names.contains(&"async_depth"));
+                let i = names.iter().position(|n| *n == "async_depth").unwrap();
+                c.set_tunable(&s, i, "16").unwrap();
+                assert_eq!(s.depth_limit(Op::Write, true), Some(16));
+                // 6.12: a depth change resets it to nr_requests.
+                c.depth_updated(&s, 32, None);
+                assert_eq!(s.depth_limit(Op::Write, true), Some(32));
+            }
+            AsyncDepth::Queue => {
+                assert_eq!(queue, Some(64));
+                // 7.3's mq-deadline has no async_depth of its own: six
+                // tunables, in sysfs order.
+                assert_eq!(
+                    names,
+                    [
+                        "read_expire",
+                        "write_expire",
+                        "writes_starved",
+                        "front_merges",
+                        "fifo_batch",
+                        "prio_aging_expire"
+                    ]
+                );
+                assert_eq!(
+                    c.policy_mut().set_tunable("async_depth", "16"),
+                    Err(TunableError::UnknownName)
+                );
+                assert_eq!(c.tunable(6), Err(TunableError::UnknownName));
+                assert_eq!(c.tunable(4), Ok(16), "index 4 is fifo_batch");
+                // A write to queue/async_depth, then an nr_requests change
+                // that the block layer scales it with (48 * 32 / 64).
+                c.depth_updated(&s, 64, Some(48));
+                assert_eq!(s.depth_limit(Op::Write, true), Some(48));
+                c.depth_updated(&s, 32, Some(24));
+                assert_eq!(s.depth_limit(Op::Flush, false), Some(24));
+                c.depth_updated(&s, 32, Some(0));
+                assert_eq!(s.depth_limit(Op::Write, false), Some(1));
+            }
+        }
+    }
+}
+
+#[test]
+fn bfq_depth_limits_on_each_kernel() {
+    for home in [AsyncDepth::Elevator, AsyncDepth::Queue] {
+        // The queue had 256 (`none` leaves the tag set's depth) when
+        // rust-bfq was attached with 64 scheduler tags.
+        let (mut c, s, queue) = core_on(bfq(256, 2), 256, 64, home, 256);
+        assert_eq!(check_layout(c.policy(), home), Ok(()), "{home:?}");
+        assert_eq!(s.depth_limit(Op::Read, true), None, "{home:?}");
+        match home {
+            AsyncDepth::Elevator => {
+                // 6.12: fractions of the tags scaled to nr_requests.
+                assert_eq!(queue, None);
+                assert_eq!(s.depth_limit(Op::Write, false), Some(32));
+                assert_eq!(s.depth_limit(Op::Write, true), Some(48));
+            }
+            AsyncDepth::Queue => {
+                // 7.3: `bfq_init_queue()` derives the limits from the
+                // queue's async_depth as it was (256) and sets it to 3/4
+                // of nr_requests afterwards.
+                assert_eq!(queue, Some(48));
+                assert_eq!(s.depth_limit(Op::Write, true), Some(256));
+                assert_eq!(s.depth_limit(Op::Write, false), Some(170));
+                // The next depth change derives them from 48: all of it
+                // for sync writes, two thirds for async requests.
+                c.depth_updated(&s, 64, Some(48));
+                assert_eq!(s.depth_limit(Op::Write, true), Some(48));
+                assert_eq!(s.depth_limit(Op::Write, false), Some(32));
+                assert_eq!(s.depth_limit(Op::Read, false), Some(32));
+                c.depth_updated(&s, 64, Some(1));
+                assert_eq!(s.depth_limit(Op::Write, false), Some(1));
+            }
+        }
+    }
 }

@@ -4,6 +4,7 @@
 
 use ironlift_policy::sched::{check_layout, SchedPolicy};
 use ironlift_policy::sio::{Sio, Slot};
+use ironlift_policy::AsyncDepth;
 use ironlift_policy::{
     Dispatch, IoPrio, MergeProbe, Nanos, Op, Policy, RequestDesc, Sector, TunableError,
     NSEC_PER_MSEC,
@@ -107,7 +108,7 @@ fn tunables_have_the_sources_names_units_and_defaults() {
         assert_eq!(s.tunable(name), Ok(value), "{name}");
     }
     assert_eq!(s.tunable("nope"), Err(TunableError::UnknownName));
-    check_layout(&s).unwrap();
+    check_layout(&s, AsyncDepth::Elevator).unwrap();
 }
 
 #[test]

@@ -4,6 +4,7 @@
 
 use ironlift_policy::sched::{check_layout, SchedPolicy};
 use ironlift_policy::vr::{HeadDir, Slot, Vr};
+use ironlift_policy::AsyncDepth;
 use ironlift_policy::{
     Dispatch, IoPrio, MergeProbe, Nanos, Op, Policy, PrioClass, RequestDesc, Sector, TunableError,
     NSEC_PER_MSEC,
@@ -107,7 +108,7 @@ fn tunables_have_the_sources_names_units_and_defaults() {
         assert_eq!(v.tunable(name), Ok(value), "{name}");
     }
     assert_eq!(v.tunable("nope"), Err(TunableError::UnknownName));
-    check_layout(&v).unwrap();
+    check_layout(&v, AsyncDepth::Elevator).unwrap();
 }
 
 #[test]

@@ -156,6 +156,7 @@ where
             reqs: requests,
             qs: issuers,
             st: State::new(),
+            queue_async_depth: None,
         })
     }
 

@@ -609,6 +609,10 @@ where
     reqs: R,
     qs: Q,
     st: State,
+    /// The queue's `async_depth` where the kernel keeps it there (Linux
+    /// 7.3), which the depth limits derive from; `None` where BFQ derives
+    /// them from its scheduler tags (6.12).
+    queue_async_depth: Option<u32>,
 }
 
 impl<R, Q> Bfq<R, Q>
@@ -616,6 +620,29 @@ where
     R: AsRef<[ReqSlot]> + AsMut<[ReqSlot]>,
     Q: AsRef<[IssuerSlot]> + AsMut<[IssuerSlot]>,
 {
+    /// The depth limit of requests other than synchronous reads where the
+    /// queue keeps `async_depth` (Linux 7.3's `bfq_depth_updated()`), by
+    /// whether weight-raised queues are busy and whether the request is
+    /// synchronous: all of it for sync writes, two thirds for async ones,
+    /// a half and a quarter while weight-raised queues are busy; never
+    /// below 1. `None` where BFQ derives its limits from its tags.
+    pub fn queue_depth_limit(&self, sync: bool) -> Option<u32> {
+        let a = self.queue_async_depth?;
+        let limit = match (self.st.wr_busy_queues > 0, sync) {
+            (false, true) => a,
+            (false, false) => a.saturating_mul(2) / 3,
+            (true, true) => a >> 1,
+            (true, false) => a >> 2,
+        };
+        Some(limit.max(1))
+    }
+
+    /// The queue's `async_depth` changed where the kernel keeps it there
+    /// (or the depth did; [`Bfq::queue_depth_limit`]).
+    pub fn queue_depth_updated(&mut self, async_depth: u32) {
+        self.queue_async_depth = Some(async_depth);
+    }
+
     /// The end of the idle slice the device is held for, if the queue in
     /// service is waiting for its next request (BFQ's `wait_request`): a
     /// caller that sees it after [`Policy::completed`] arms its timer for

@@ -56,7 +56,10 @@
 //!   block layer merges: same direction and priority).
 //!
 //! As in Linux 6.12.y, `async_depth` follows `nr_requests` (see
-//! [`Deadline::depth_updated`]), which starts at the capacity.
+//! [`Deadline::depth_updated`]), which starts at the capacity. Where the
+//! kernel keeps `async_depth` on the queue instead (Linux 7.3,
+//! [`AsyncDepth::Queue`], [`Deadline::with_async_depth`]), the tunable is
+//! gone and the limit is the queue's ([`Deadline::queue_depth_updated`]).
 //!
 //! The code: `sort` (the sort trees, FIFOs and dispatch list, over the
 //! shared intrusive structures, and a request's way through them),
@@ -74,10 +77,10 @@ mod tunables;
 
 use super::intrusive::{List, ListLinks, ListNode, TreeLinks, TreeNode, NIL};
 use super::types::{
-    Dispatch, IoPrio, MergeProbe, Nanos, Op, Policy, PrioClass, RequestDesc, Sector, SetupError,
-    Tag, TunableError, NSEC_PER_MSEC,
+    AsyncDepth, Dispatch, IoPrio, MergeProbe, Nanos, Op, Policy, PrioClass, RequestDesc, Sector,
+    SetupError, Tag, TunableError, NSEC_PER_MSEC,
 };
-pub(crate) use tunables::TUNABLE_NAMES;
+pub(crate) use tunables::{QUEUE_DEPTH_TUNABLE_NAMES, TUNABLE_NAMES};
 
 /// Number of priority levels.
 const LEVELS: usize = PrioClass::COUNT;
@@ -240,6 +243,8 @@ where
     async_depth: u32,
     nr_requests: u32,
     prio_aging_expire: Nanos,
+    /// Where `async_depth` lives: this policy's tunable, or the queue's.
+    depth_home: AsyncDepth,
 }
 
 impl<S> Deadline<S>
@@ -295,7 +300,27 @@ where
             async_depth: nr_requests,
             nr_requests,
             prio_aging_expire: Nanos::from(Self::DEFAULT_PRIO_AGING_EXPIRE_MS) * NSEC_PER_MSEC,
+            depth_home: AsyncDepth::Elevator,
         })
+    }
+
+    /// The policy for a kernel that keeps `async_depth` where `home` says
+    /// ([`AsyncDepth::Elevator`] unless told): with
+    /// [`AsyncDepth::Queue`] there is no `async_depth` tunable, and the
+    /// limit is the queue's ([`Deadline::queue_depth_updated`]).
+    pub fn with_async_depth(mut self, home: AsyncDepth) -> Self {
+        self.set_async_depth(home);
+        self
+    }
+
+    /// [`Deadline::with_async_depth`] in place.
+    pub fn set_async_depth(&mut self, home: AsyncDepth) {
+        self.depth_home = home;
+    }
+
+    /// Where `async_depth` lives.
+    pub fn async_depth_home(&self) -> AsyncDepth {
+        self.depth_home
     }
 
     /// The number of tags (the storage length).
@@ -314,6 +339,22 @@ where
     pub fn depth_updated(&mut self, nr_requests: u32) {
         self.nr_requests = nr_requests.max(1);
         self.async_depth = self.nr_requests;
+    }
+
+    /// The queue's `nr_requests` or `async_depth` changed where the queue
+    /// keeps `async_depth` (Linux 7.3's `dd_depth_updated()`, also run at
+    /// init, and after a write to `queue/async_depth`): the limit is the
+    /// queue's `async_depth`. Zero counts as one.
+    pub fn queue_depth_updated(&mut self, nr_requests: u32, async_depth: u32) {
+        self.nr_requests = nr_requests.max(1);
+        self.async_depth = async_depth.max(1);
+    }
+
+    /// The queue's `async_depth` as mq-deadline sets it when attached
+    /// where the queue keeps it (Linux 7.3's `dd_init_sched()`):
+    /// `nr_requests`.
+    pub fn initial_queue_async_depth(nr_requests: u32) -> u32 {
+        nr_requests
     }
 
     /// The current `nr_requests`.
@@ -552,7 +593,7 @@ where
     }
 
     fn tunables(&self) -> &'static [&'static str] {
-        tunables::TUNABLES
+        self.tunable_list()
     }
 
     fn tunable(&self, name: &str) -> Result<i64, TunableError> {

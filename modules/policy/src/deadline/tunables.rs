@@ -4,7 +4,7 @@
 //! the ranges in the [module documentation](super).
 
 use super::super::types::{parse_sysfs_in_range, tunable_names};
-use super::{Deadline, Nanos, Slot, TunableError, NSEC_PER_MSEC, READ, WRITE};
+use super::{AsyncDepth, Deadline, Nanos, Slot, TunableError, NSEC_PER_MSEC, READ, WRITE};
 use core::ffi::CStr;
 
 /// The tunables, in sysfs order: the sysfs attribute names.
@@ -21,6 +21,20 @@ pub(crate) const TUNABLE_NAMES: [&CStr; 7] = [
 /// [`TUNABLE_NAMES`] as the policy matches them.
 pub(super) const TUNABLES: &[&str] = &tunable_names(TUNABLE_NAMES);
 
+/// The tunables where the queue keeps `async_depth` ([`AsyncDepth::Queue`],
+/// Linux 7.3's mq-deadline): [`TUNABLE_NAMES`] without it.
+pub(crate) const QUEUE_DEPTH_TUNABLE_NAMES: [&CStr; 6] = [
+    c"read_expire",
+    c"write_expire",
+    c"writes_starved",
+    c"front_merges",
+    c"fifo_batch",
+    c"prio_aging_expire",
+];
+
+/// [`QUEUE_DEPTH_TUNABLE_NAMES`] as the policy matches them.
+pub(super) const QUEUE_DEPTH_TUNABLES: &[&str] = &tunable_names(QUEUE_DEPTH_TUNABLE_NAMES);
+
 /// The largest value the millisecond and count tunables accept
 /// (C's `INT_MAX`).
 const TUNABLE_MAX: i64 = i32::MAX as i64;
@@ -29,7 +43,25 @@ impl<S> Deadline<S>
 where
     S: AsRef<[Slot]> + AsMut<[Slot]>,
 {
+    /// The tunables' names, as the kernel in use has them.
+    pub(super) fn tunable_list(&self) -> &'static [&'static str] {
+        match self.depth_home {
+            AsyncDepth::Elevator => TUNABLES,
+            AsyncDepth::Queue => QUEUE_DEPTH_TUNABLES,
+        }
+    }
+
+    /// Whether `name` is a tunable of this kernel's mq-deadline.
+    fn known(&self, name: &str) -> Result<(), TunableError> {
+        if self.tunable_list().contains(&name) {
+            Ok(())
+        } else {
+            Err(TunableError::UnknownName)
+        }
+    }
+
     pub(super) fn tunable_value(&self, name: &str) -> Result<i64, TunableError> {
+        self.known(name)?;
         let ms = |ns: Nanos| (ns / NSEC_PER_MSEC) as i64;
         Ok(match name {
             "read_expire" => ms(self.fifo_expire[READ]),
@@ -44,6 +76,7 @@ where
     }
 
     pub(super) fn write_tunable(&mut self, name: &str, text: &str) -> Result<(), TunableError> {
+        self.known(name)?;
         let (min, max) = match name {
             "read_expire" | "write_expire" | "writes_starved" | "prio_aging_expire" => {
                 (0, TUNABLE_MAX)

@@ -193,7 +193,7 @@ pub use data::Rerun;
 pub use icq::IoCq;
 pub use lock::{IrqSafe, LockContext, LockOnDemand, ProcessContext};
 pub use merge::{Bio, BioMerge, Insertion, MergeKind};
-pub use api::DepthUpdate;
+pub use api::{DepthUpdate, QUEUE_ASYNC_DEPTH};
 pub use queue::{HwQueue, Queue};
 pub use registration::Registration;
 pub use request::{OpFlags, ReqOp, RequestRef, SchedRequest};
@@ -209,6 +209,20 @@ pub const MAX_SCHED_TAGS: usize = bindings::MAX_SCHED_RQ as usize;
 
 /// The most sysfs tunables an elevator may declare.
 pub const MAX_TUNABLES: usize = 32;
+
+/// What a scheduler sets the queue's `async_depth` to when it is attached,
+/// on a kernel whose queue keeps one ([`QUEUE_ASYNC_DEPTH`]), from
+/// [`Elevator::initial_async_depth`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InitAsyncDepth {
+    /// Leaves it as it is.
+    Keep,
+    /// Sets it before the first [`Elevator::depth_updated`].
+    Before(u32),
+    /// Sets it after the first [`Elevator::depth_updated`], which sees the
+    /// value the queue had (as `bfq_init_queue()` does).
+    After(u32),
+}
 
 /// An I/O scheduler.
 ///
@@ -363,6 +377,14 @@ pub trait Elevator: Sized + Send + Sync + 'static {
     /// [`DepthUpdate::set_min_shallow_depth`].
     fn limit_depth(&self, _opf: OpFlags, _alloc: &mut Allocation<'_, Self>) -> Option<u32> {
         crate::build_error!(crate::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// What the scheduler sets the queue's `async_depth` to when it is
+    /// attached with `nr_requests` scheduler tags, on a kernel whose queue
+    /// keeps one ([`QUEUE_ASYNC_DEPTH`]); not called otherwise. Only for
+    /// schedulers with [`Elevator::depth_updated`].
+    fn initial_async_depth(_nr_requests: u32) -> InitAsyncDepth {
+        InitAsyncDepth::Keep
     }
 
     /// The scheduler-tag depth was set: when the scheduler is attached, and

@@ -16,6 +16,11 @@ use crate::{
     sync::LockClassKey,
 };
 
+/// Whether the request queue keeps the depth that limits requests other
+/// than synchronous reads (`async_depth`): not in 6.12, where mq-deadline
+/// has it as its own tunable and BFQ derives its limits from its tags.
+pub const QUEUE_ASYNC_DEPTH: bool = false;
+
 /// What `static_lock_class!()` gives and `Lock::new()` takes.
 pub(super) type ClassKey = &'static LockClassKey;
 
@@ -151,6 +156,13 @@ pub struct DepthUpdate<'a> {
 }
 
 impl DepthUpdate<'_> {
+    /// The queue's `async_depth` where the queue keeps one
+    /// ([`QUEUE_ASYNC_DEPTH`]): never in 6.12, whose schedulers keep their
+    /// own.
+    pub fn async_depth(&self) -> Option<u32> {
+        None
+    }
+
     /// The hardware queue.
     pub fn hw_queue(&self) -> &HwQueue {
         self.hctx

@@ -8,7 +8,7 @@
 //!
 //! C header: [`block/elevator.h`](srctree/block/elevator.h)
 
-use super::{data::ElevatorData, queue::Queue, vtable::Vtable, Elevator};
+use super::{data::ElevatorData, queue::Queue, vtable::Vtable, Elevator, InitAsyncDepth};
 use crate::{
     bindings, container_of,
     ffi::{c_char, c_int},
@@ -16,6 +16,11 @@ use crate::{
     str::{CStr, CStrExt},
     sync::LockClassKey,
 };
+
+/// Whether the request queue keeps the depth that limits requests other
+/// than synchronous reads (`q->async_depth`, `queue/async_depth`), which
+/// the schedulers derive their limits from: yes in 7.3.
+pub const QUEUE_ASYNC_DEPTH: bool = true;
 
 /// What `static_lock_class!()` gives and `Lock::new()` takes.
 pub(super) type ClassKey = Pin<&'static LockClassKey>;
@@ -99,10 +104,24 @@ impl<T: Elevator> Vtable<T> {
                 // SAFETY: `eq` was allocated for `q` and is not attached.
                 unsafe { Self::attach(q, eq, data) };
                 if T::HAS_DEPTH_UPDATED {
-                    // As `dd_init_sched()`: the depth is set
-                    // (`q->nr_requests`) before `init_sched` runs.
+                    // As `dd_init_sched()` and `bfq_init_queue()`: the
+                    // depth is set (`q->nr_requests`) before `init_sched`
+                    // runs, and the scheduler sets the queue's
+                    // `async_depth` before or after its first depth update.
+                    // SAFETY: `q` is live, frozen and quiesced.
+                    let nr_requests = unsafe { (*q).nr_requests };
+                    let set = T::initial_async_depth(nr_requests);
+                    if let InitAsyncDepth::Before(depth) = set {
+                        // SAFETY: As above; `q->async_depth` is read by
+                        // the hooks of the frozen queue only.
+                        unsafe { (*q).async_depth = depth };
+                    }
                     // SAFETY: The elevator is now attached to the frozen `q`.
                     unsafe { Self::depth_updated(q) };
+                    if let InitAsyncDepth::After(depth) = set {
+                        // SAFETY: As above.
+                        unsafe { (*q).async_depth = depth };
+                    }
                 }
                 0
             }
@@ -141,6 +160,15 @@ impl DepthUpdate<'_> {
     /// (`q->nr_requests`, already set).
     pub fn nr_requests(&self) -> u32 {
         self.queue.nr_requests()
+    }
+
+    /// The queue's `async_depth` ([`QUEUE_ASYNC_DEPTH`]): what a write to
+    /// `queue/async_depth` set, or what the block core scaled it to when
+    /// `nr_requests` changed.
+    pub fn async_depth(&self) -> Option<u32> {
+        // SAFETY: The queue is live and frozen; `async_depth` changes only
+        // with the queue frozen, before this hook runs.
+        Some(unsafe { (*self.queue.as_ptr()).async_depth })
     }
 
     /// Sets the smallest `shallow_depth` [`Elevator::limit_depth`] will
