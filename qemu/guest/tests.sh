@@ -327,14 +327,14 @@ tunables_reject_bad_input() {
 }
 
 # --- nr_requests_under_io: nr_requests changes every 0.3 s while fio runs
-# on each Rust elevator (depth_updated under I/O); fio sees no error, the
-# queue verifies afterwards, and where the scheduler has async_depth
-# (rust-deadline) it follows nr_requests (mq-deadline resets it on a
-# change).
-# Run on the elevators that keep depth limits (DEPTH_LIMITED, the policies
-# whose SchedPolicy::DEPTH_LIMITS is not empty): the others have none, so a
-# depth change takes them through the module core's path these two take
-# too, and the block layer's, which is the same under any elevator.
+# (depth_updated under I/O); fio sees no error, the queue verifies
+# afterwards, and where the scheduler has an async_depth of its own
+# (rust-deadline on 6.12) it follows nr_requests (mq-deadline resets it on
+# a change). Run on the Rust elevators that keep depth limits
+# (DEPTH_LIMITED, the policies whose SchedPolicy::DEPTH_LIMITS is not
+# empty): the others have none, so a depth change takes them through the
+# module core's path these two take too, and the block layer's, which is
+# the same under any elevator.
 DEPTH_LIMITED="rust-deadline rust-bfq"
 nr_scheds_on() { # device
 	local s
