@@ -341,6 +341,54 @@ fn status(c: &mut Command) -> Result<()> {
 mod tests {
     use super::*;
 
+    /// `compare`'s flags as the command line gives them.
+    fn compare_flags(args: &[&str]) -> Compare {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            c: Compare,
+        }
+        use clap::Parser;
+        Cli::try_parse_from(
+            ["compare", "--ref", "HEAD"]
+                .into_iter()
+                .chain(args.iter().copied()),
+        )
+        .unwrap()
+        .c
+    }
+
+    #[test]
+    fn each_side_is_told_the_kernel_unless_it_predates_the_flag() {
+        let tmp = std::env::temp_dir().join(format!("xtask-kernel-flag-{}", std::process::id()));
+        fs::create_dir_all(&tmp).unwrap();
+        let cache = tmp.join("cache");
+        let old = Side::tree("base", "an old tree".into(), tmp.clone());
+        let new = Side::tree("candidate", "this tree".into(), util::repo_root());
+        let args = |c: &Command| -> Vec<String> {
+            c.get_args()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect()
+        };
+        for k in ["6.12", "7.3"] {
+            let o = compare_flags(&["--kernel", k]);
+            let c = new.command(&o, &cache, "modules").unwrap();
+            assert!(
+                args(&c).windows(2).any(|w| w == ["--kernel", k]),
+                "{k}: {:?}",
+                args(&c)
+            );
+        }
+        // A tree without `--kernel` builds 6.12 unasked, and nothing else.
+        let c = old.command(&compare_flags(&["--kernel", "6.12"]), &cache, "modules");
+        assert!(!args(&c.unwrap()).iter().any(|a| a == "--kernel"));
+        let e = old
+            .command(&compare_flags(&["--kernel", "7.3"]), &cache, "modules")
+            .unwrap_err();
+        assert!(format!("{e:#}").contains("predates `--kernel`"), "{e:#}");
+        fs::remove_dir_all(&tmp).unwrap();
+    }
+
     fn git(dir: &Path, args: &[&str]) -> String {
         run(Command::new("git")
             .current_dir(dir)
