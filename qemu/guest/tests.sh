@@ -231,6 +231,20 @@ rmmod_in_use() {
 # Garbage, negative and overflowing values every tunable must reject.
 bad_values="abc 12abc 0x 1.5 -1 2147483648 99999999999999999999"
 
+# Scheduler $2 attached to queue $1 from none: its tunables' names in
+# ATT_NAMES, and " name=value" for each, then the queue's async_depth where
+# the queue keeps one, in ATT_DEFAULTS. Fails when $2 cannot be selected.
+attached_defaults() { # device scheduler
+	local q t v
+	q=/sys/block/$(devname "$1")/queue
+	set_sched "$1" none
+	set_sched "$1" "$2" || return 1
+	ATT_NAMES=$(ls "$q/iosched" | sort | tr '\n' ' ')
+	ATT_DEFAULTS=""
+	for t in $ATT_NAMES; do read -r v < "$q/iosched/$t"; ATT_DEFAULTS="$ATT_DEFAULTS $t=$v"; done
+	if [ -e "$q/async_depth" ]; then read -r v < "$q/async_depth"; ATT_DEFAULTS="$ATT_DEFAULTS queue/async_depth=$v"; fi
+}
+
 # The first subtest of a tunables test: select the C scheduler and the Rust
 # one on queue $1 in turn; the Rust one must list the same tunables with the
 # same values, and leave the queue's async_depth (a kernel that keeps it
@@ -239,18 +253,11 @@ bad_values="abc 12abc 0x 1.5 -1 2147483648 99999999999999999999"
 # scheduler's tunables. Fails (returns 1, having printed why) when either
 # cannot be selected.
 same_tunables_as() { # device C-scheduler Rust-scheduler
-	local dev=$1 c=$2 rust=$3 q t v c_names c_defaults="" defaults=""
-	q=/sys/block/$(devname "$dev")/queue
-	set_sched "$dev" none
-	set_sched "$dev" "$c" || { out "    1..1"; out "    not ok 1 select_${c//-/_}"; return 1; }
-	c_names=$(ls "$q/iosched" | sort | tr '\n' ' ')
-	for t in $c_names; do read -r v < "$q/iosched/$t"; c_defaults="$c_defaults $t=$v"; done
-	if [ -e "$q/async_depth" ]; then read -r v < "$q/async_depth"; c_defaults="$c_defaults queue/async_depth=$v"; fi
-	set_sched "$dev" none
-	set_sched "$dev" "$rust" || { out "    1..1"; out "    not ok 1 select_${rust//-/_}"; return 1; }
-	names=$(ls "$q/iosched" | sort | tr '\n' ' ')
-	for t in $names; do read -r v < "$q/iosched/$t"; defaults="$defaults $t=$v"; done
-	if [ -e "$q/async_depth" ]; then read -r v < "$q/async_depth"; defaults="$defaults queue/async_depth=$v"; fi
+	local dev=$1 c=$2 rust=$3 c_names c_defaults defaults
+	attached_defaults "$dev" "$c" || { out "    1..1"; out "    not ok 1 select_${c//-/_}"; return 1; }
+	c_names=$ATT_NAMES c_defaults=$ATT_DEFAULTS
+	attached_defaults "$dev" "$rust" || { out "    1..1"; out "    not ok 1 select_${rust//-/_}"; return 1; }
+	names=$ATT_NAMES defaults=$ATT_DEFAULTS
 	out "    1..$(( $(echo $names | wc -w) + 1 ))"
 	if [ "$names" = "$c_names" ] && [ "$defaults" = "$c_defaults" ]; then
 		out "    #$defaults"
